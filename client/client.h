@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "rpc-client.h"
+#include "util.h"
+
+/* Exit codes of every command (documented in `uplink --help`). */
+enum {
+	UP_EXIT_OK = 0,
+	UP_EXIT_FAILED = 1,      /* the daemon refused or the operation failed */
+	UP_EXIT_USAGE = 2,       /* bad command line */
+	UP_EXIT_UNREACHABLE = 3, /* no uplinkd answers on the socket */
+	UP_EXIT_MISMATCH = 4,    /* uplink and uplinkd speak different protocols */
+};
+
+struct up_cli {
+	const char *argv0;
+	char socket_path[128];
+	struct up_rpc_client *rpc; /* connected on first use */
+};
+
+struct up_command {
+	const char *pattern; /* words, e.g. "status" or "rules check" */
+	int (*fn)(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+	const char *summary;
+	const char *usage; /* options and arguments after the pattern */
+	const char *help;  /* the rest of `uplink PATTERN --help` */
+};
+
+extern const struct up_command up_commands[];
+
+int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+
+/* Connects and says hello once; prints why and returns an exit code on failure. */
+int up_cli_connect(struct up_cli *cli);
+/*
+ * One call; on failure prints the daemon's error (or why the connection failed) and
+ * returns an exit code, else 0 with *result owned by the caller.
+ */
+int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, json_t **result);
+
+int up_cli_usage_error(const struct up_command *cmd, const char *fmt, ...) _printf_(2, 3);
+void up_cli_command_help(const struct up_command *cmd, FILE *f);
+void up_print_json(const json_t *v);
+void up_format_duration(double seconds, char *buf, size_t len);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* uplink status */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+
+static void print_status(const json_t *s)
+{
+	const json_t *conns = json_object_get(s, "connections");
+	char up[32];
+
+	up_format_duration((double)json_integer_value(json_object_get(s, "uptime_ms")) / 1000.0, up,
+			   sizeof(up));
+	printf("uplinkd %s (protocol %lld), pid %lld, up %s\n",
+	       json_string_value(json_object_get(s, "version")),
+	       (long long)json_integer_value(json_object_get(s, "protocol")),
+	       (long long)json_integer_value(json_object_get(s, "pid")), up);
+	printf("socket:    %s%s\n", json_string_value(json_object_get(s, "socket")),
+	       json_is_true(json_object_get(s, "socket_activated")) ? " (socket-activated)" : "");
+	printf("clients:   %lld connected, %lld requests in flight, %lld served\n",
+	       (long long)json_integer_value(json_object_get(conns, "clients")),
+	       (long long)json_integer_value(json_object_get(conns, "requests_in_flight")),
+	       (long long)json_integer_value(json_object_get(conns, "requests_total")));
+	printf("watchdog:  %s\n", json_is_true(json_object_get(s, "watchdog")) ? "on" : "off");
+}
+
+int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	json_t *result = NULL;
+	int json = 0, c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'h': up_cli_command_help(cmd, stdout); return UP_EXIT_OK;
+		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	r = up_cli_call(cli, "daemon.status", NULL, &result);
+	if (r != 0)
+		return r;
+	if (json)
+		up_print_json(result);
+	else
+		print_status(result);
+	json_decref(result);
+	return UP_EXIT_OK;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "config.h"
+#include "protocol.h"
+
+
+const struct up_command up_commands[] = {
+	{ "status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
+	  "[--json]",
+	  "Options:\n"
+	  "  --json    print the daemon's answer as JSON\n" },
+	{ 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: uplink COMMAND [OPTIONS]\n\n"
+		   "Runs coding agents in microVM pods whose every request goes through an\n"
+		   "allow-listing proxy. The work is done by uplinkd; this is its command line.\n\n"
+		   "Commands:\n");
+	for (const struct up_command *c = up_commands; c->pattern; c++)
+		fprintf(f, "  %-14s %s\n", c->pattern, c->summary);
+	fprintf(f, "\nOptions:\n"
+		   "  -h, --help     show this help (uplink COMMAND --help for a command's)\n"
+		   "  -V, --version  show the client's version\n"
+		   "\nEnvironment:\n"
+		   "  " UP_SOCKET_ENV "  the daemon's socket (default $XDG_RUNTIME_DIR/uplink/uplinkd.sock)\n"
+		   "\nExit status:\n"
+		   "  0  success\n"
+		   "  1  the operation failed (the message says why)\n"
+		   "  2  bad command line\n"
+		   "  3  uplinkd cannot be reached (start it: " UP_START_HINT ")\n"
+		   "  4  uplink and uplinkd speak different protocol versions\n");
+}
+
+/* The command whose words are the longest prefix of argv. */
+static const struct up_command *lookup(int argc, char **argv, int *consumed)
+{
+	const struct up_command *best = NULL;
+	int best_n = 0;
+
+	for (const struct up_command *c = up_commands; c->pattern; c++) {
+		char words[128], *save = NULL;
+		int n = 0, ok = 1;
+
+		snprintf(words, sizeof(words), "%s", c->pattern);
+		for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save), n++)
+			if (n >= argc || strcmp(argv[n], w) != 0) {
+				ok = 0;
+				break;
+			}
+		if (ok && n > best_n) {
+			best = c;
+			best_n = n;
+		}
+	}
+	*consumed = best_n;
+	return best;
+}
+
+int main(int argc, char **argv)
+{
+	struct up_cli cli = { .argv0 = argv[0] };
+	const struct up_command *cmd;
+	int consumed, r;
+
+	if (argc < 2) {
+		usage(stderr);
+		return UP_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return UP_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("uplink %s (protocol %d)\n", UPLINK_VERSION, UP_PROTOCOL_VERSION);
+		return UP_EXIT_OK;
+	}
+	cmd = lookup(argc - 1, argv + 1, &consumed);
+	if (!cmd) {
+		fprintf(stderr, "uplink: unknown command '%s'; see uplink --help\n", argv[1]);
+		return UP_EXIT_USAGE;
+	}
+	/* The command sees its own last word as argv[0]. */
+	r = cmd->fn(&cli, cmd, argc - consumed, argv + consumed);
+	cli.rpc = up_rpc_client_free(cli.rpc);
+	fflush(stdout);
+	return r;
+}

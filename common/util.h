@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _wur_ __attribute__((warn_unused_result))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_ __attribute__((unused))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* Hand a pointer over to a new owner: the local's cleanup then sees NULL. */
+#define TAKE_PTR(p) __extension__              \
+	({                                     \
+		__typeof__(p) _tp_ = (p);      \
+		(p) = NULL;                    \
+		_tp_;                          \
+	})
+
+#define TAKE_FD(fd) __extension__              \
+	({                                     \
+		int _tfd_ = (fd);              \
+		(fd) = -1;                     \
+		_tfd_;                         \
+	})
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		(void)close(*fd);
+		errno = saved;
+	}
+}
+
+static inline int negative_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+static inline int streq(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static inline int startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "util.h"
+
+/*
+ * The daemon as a whole: the loop, the lock that keeps a second daemon away, the
+ * listening socket, signals, the systemd watchdog, and the RPC domains.
+ */
+struct up_manager;
+
+struct up_manager_info {
+	const char *socket_path;
+	bool activated;
+	uint64_t uptime_ms;
+	unsigned clients;
+	uint64_t requests_total;
+	unsigned requests_inflight;
+	bool watchdog;
+};
+
+int up_manager_new(struct up_manager **ret) _wur_;
+/* Takes the lock, opens the socket and arms the loop; READY=1 follows. */
+int up_manager_start(struct up_manager *m) _wur_;
+/* Runs until a signal or daemon.shutdown; returns the exit status. */
+int up_manager_run(struct up_manager *m);
+/* Begins a clean shutdown: answers what is in flight, closes every handle. */
+void up_manager_stop(struct up_manager *m, const char *why);
+struct up_manager *up_manager_free(struct up_manager *m);
+void up_manager_freep(struct up_manager **m);
+void up_manager_get_info(const struct up_manager *m, struct up_manager_info *info);
+
+/* The RPC domains, each registered by up_manager_start(). */
+struct up_rpc;
+int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
