@@ -31,3 +31,21 @@
 
 /* Longest socket path we accept (sun_path is 108 bytes on Linux). */
 #define UP_MAX_SOCKET_PATH 107
+
+/* Rules: size of one rules file, rules in one set, items in one list of a rule, problems reported. */
+#define UP_MAX_RULES_FILE_SIZE (1024 * 1024)
+#define UP_MAX_RULES 10000
+#define UP_MAX_RULE_ITEMS 1000
+#define UP_MAX_RULES_PROBLEMS 200
+/* Rules sources (files) in one request. */
+#define UP_MAX_RULES_SOURCES 64
+
+/* A header value in a rule, before and after its placeholders are resolved. */
+#define UP_MAX_HEADER_VALUE (16 * 1024)
+/* Longest regex we compile. */
+#define UP_MAX_REGEX_LEN 4096
+
+/* {{exec:CMD}}: how long the command may run (ms), and how much it may print. */
+#define UP_EXEC_TIMEOUT_MS 30000
+#define UP_EXEC_OUTPUT_MAX (UP_MAX_HEADER_VALUE)
+#define UP_EXEC_STDERR_MAX 2048

@@ -18,7 +18,12 @@
 	XX(SHUTTING_DOWN, -32004, "uplinkd is shutting down")                            \
 	XX(SESSION_NOT_FOUND, -32010, "session not found")                               \
 	XX(CLUSTER_UNREACHABLE, -32020, "the Kubernetes API server cannot be reached")   \
-	XX(PREREQ_MISSING, -32030, "a prerequisite is missing")
+	XX(PREREQ_MISSING, -32030, "a prerequisite is missing")                          \
+	XX(RULES_INVALID, -32040, "the rules are invalid")                                \
+	XX(SECRET_NOT_FOUND, -32041, "a keyring entry named by the rules does not exist") \
+	XX(KEYRING_LOCKED, -32042, "the keyring is locked")                              \
+	XX(EXEC_FAILED, -32043, "an exec placeholder failed")                            \
+	XX(EXEC_NOT_ALLOWED, -32044, "exec placeholders need --allow-exec")
 
 enum up_error {
 #define XX(name, code, msg) UP_ERR_##name,

@@ -256,7 +256,7 @@ static void dispatch_batch(struct up_rpc *rpc, struct up_conn *conn, json_t *arr
 void up_rpc_handle_line(struct up_rpc *rpc, struct up_conn *conn, const char *line, size_t len)
 {
 	json_error_t jerr;
-	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 
 	if (!msg) {
 		char text[300];

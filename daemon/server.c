@@ -314,6 +314,8 @@ static void admit(struct up_conn *c)
 	up_conn_update_reading(c);
 }
 
+static struct up_conn *conn_new(struct up_server *s);
+
 static void on_connection(uv_stream_t *listener, int status)
 {
 	struct up_server *s = listener->data;
@@ -324,25 +326,11 @@ static void on_connection(uv_stream_t *listener, int status)
 		log_warning("Accepting a client failed: %s, ignoring", uv_strerror(status));
 		return;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_new(s);
 	if (!c) {
 		log_error("Out of memory accepting a client");
 		return;
 	}
-	c->server = s;
-	c->serial = ++s->next_serial;
-	up_frame_init(&c->frame, UP_MAX_FRAME_SIZE);
-	up_list_init(&c->requests);
-	r = uv_pipe_init(s->loop, &c->pipe, 0);
-	if (r < 0) {
-		free(c);
-		log_error("Cannot set up a client connection: %s", uv_strerror(r));
-		return;
-	}
-	c->pipe.data = c;
-	up_list_insert_tail(&s->conns, &c->link);
-	s->stats.clients++;
-	s->stats.accepted++;
 	r = uv_accept(listener, (uv_stream_t *)&c->pipe);
 	if (r < 0) {
 		log_warning("Accepting a client failed: %s, ignoring", uv_strerror(r));
@@ -350,6 +338,43 @@ static void on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	admit(c);
+}
+
+static struct up_conn *conn_new(struct up_server *s)
+{
+	struct up_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->server = s;
+	c->serial = ++s->next_serial;
+	up_frame_init(&c->frame, UP_MAX_FRAME_SIZE);
+	up_list_init(&c->requests);
+	if (uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
+		free(c);
+		return NULL;
+	}
+	c->pipe.data = c;
+	up_list_insert_tail(&s->conns, &c->link);
+	s->stats.clients++;
+	s->stats.accepted++;
+	return c;
+}
+
+int up_server_adopt_fd(struct up_server *s, int fd)
+{
+	struct up_conn *c = conn_new(s);
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	r = uv_pipe_open(&c->pipe, fd);
+	if (r < 0) {
+		conn_close(c);
+		return r;
+	}
+	admit(c);
+	return 0;
 }
 
 int up_server_listen_fd(struct up_server *s, int fd)

@@ -48,6 +48,8 @@ struct up_server_stats {
 int up_server_new(uv_loop_t *loop, struct up_rpc *rpc, struct up_server **ret) _wur_;
 int up_server_listen_fd(struct up_server *s, int fd) _wur_;
 int up_server_listen_path(struct up_server *s, const char *path) _wur_;
+/* Serves an already connected socket as a client (tests, and inherited connections). */
+int up_server_adopt_fd(struct up_server *s, int fd) _wur_;
 /* Stops accepting, cancels in-flight work, flushes answers and closes every connection. */
 void up_server_shutdown(struct up_server *s);
 /* Closes every connection now, whatever is still queued. */

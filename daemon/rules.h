@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+/*
+ * The allow-list: rules files parsed with libyaml (every problem located as
+ * FILE:LINE:COL), regexes validated with PCRE2, layers put in order, requests
+ * matched, and the proxy's JSON rendered. No I/O but reading the files, no loop,
+ * no logging: callers decide what to say. Placeholders in header values are kept
+ * as written until up_rule_header_set_value() stores what they resolved to.
+ */
+
+/* First match wins, in this order. */
+enum up_rule_layer {
+	UP_LAYER_AUTH,    /* the agent's own credentials */
+	UP_LAYER_KUBE,    /* --kube-context API servers */
+	UP_LAYER_USER,    /* --rules files, then inline config rules, in order */
+	UP_LAYER_AGENT,   /* the agent's default rules */
+	UP_LAYER_GENERIC, /* read-only catch-all */
+	_UP_LAYER_MAX,
+	_UP_LAYER_INVALID = -1,
+};
+
+const char *up_rule_layer_name(enum up_rule_layer l);
+enum up_rule_layer up_rule_layer_from_name(const char *name);
+
+/* HTTP methods a rule may list; a rule's set is a bit mask of these (0 = any). */
+#define UP_HTTP_METHODS(XX) \
+	XX(GET) XX(POST) XX(PUT) XX(DELETE) XX(PATCH) XX(HEAD) XX(OPTIONS) XX(CONNECT) XX(TRACE)
+
+struct up_rule_header {
+	char *name;
+	char *value;    /* as written, placeholders included */
+	char *resolved; /* NULL until resolved; a secret: never log it */
+};
+
+struct up_rule {
+	char *name;
+	enum up_rule_layer layer;
+	char *source; /* "FILE:LINE" */
+	bool l4;
+	char **hosts;
+	size_t n_hosts;
+	unsigned methods; /* bit i = i-th of UP_HTTP_METHODS; 0 = any */
+	char **paths;     /* NULL: any path */
+	size_t n_paths;
+	char **cidrs;     /* l4 only, normalised */
+	size_t n_cidrs;
+	struct up_rule_header *headers;
+	size_t n_headers;
+	void *host_re, *path_re; /* compiled (pcre2_code **) */
+};
+
+struct up_ruleset;
+
+struct up_ruleset *up_ruleset_new(void);
+struct up_ruleset *up_ruleset_free(struct up_ruleset *rs);
+void up_ruleset_freep(struct up_ruleset **rs);
+
+/*
+ * Parses one rules file (YAML text) and appends its rules to `layer`. Every problem
+ * is appended to `problems` (a JSON array of strings, "SOURCE:LINE:COL: ..."); the
+ * rules of a file with problems are not kept. Returns 0, -EINVAL when there were
+ * problems, -ENOMEM.
+ */
+int up_ruleset_load_string(struct up_ruleset *rs, enum up_rule_layer layer, const char *source,
+			   const char *text, size_t len, json_t *problems) _wur_;
+/* Same, reading the file at `path` (bounded by UP_MAX_RULES_FILE_SIZE). */
+int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const char *path,
+			 json_t *problems) _wur_;
+/*
+ * Appends rules given in the proxy's JSON format (what up_ruleset_render() makes):
+ * {"rules": [...], "l4": [...]}. Header values are taken as resolved. Layers come
+ * from each rule's "layer". The order of the document is kept as the final order.
+ */
+int up_ruleset_load_json(struct up_ruleset *rs, const json_t *doc, json_t *problems) _wur_;
+
+/*
+ * Puts the layers in order and adds the generic read-only catch-all, unless
+ * `no_defaults` or a user file said replace_defaults (then only kube and user rules
+ * stay). No rule left is an error (-ENOENT with a problem). Call once, after loading.
+ */
+int up_ruleset_finish(struct up_ruleset *rs, bool no_defaults, json_t *problems) _wur_;
+
+size_t up_ruleset_count(const struct up_ruleset *rs);
+struct up_rule *up_ruleset_get(const struct up_ruleset *rs, size_t i);
+bool up_ruleset_replace_defaults(const struct up_ruleset *rs);
+
+/* Stores a header's resolved value (copied). */
+int up_rule_header_set_value(struct up_rule_header *h, const char *value) _wur_;
+
+/*
+ * The first HTTP rule that allows METHOD on HOST (no port; compared case-insensitively)
+ * at PATH (path plus query), or NULL: deny.
+ */
+const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *method,
+				       const char *host, const char *path);
+/* The first l4 rule for a CONNECT target: an IP literal is tested against cidrs only, a name against hosts only. */
+const struct up_rule *up_ruleset_match_l4(const struct up_ruleset *rs, const char *target);
+
+/*
+ * Splits an http(s) URL into a lowercase host (no port, no brackets) and the path
+ * with its query ("/" when empty). Returns 0 or -EINVAL with why.
+ */
+int up_url_split(const char *url, char *host, size_t host_len, char *path, size_t path_len,
+		 char *why, size_t why_len) _wur_;
+
+/*
+ * The proxy's input: {"version":1,"rules":[...],"l4":[...]}. Header values are the
+ * resolved ones, or "<redacted>" unless `show_secrets`; unresolved ones render as
+ * written. NULL on allocation failure.
+ */
+json_t *up_ruleset_render(const struct up_ruleset *rs, bool show_secrets);
+#define UP_RULES_FORMAT_VERSION 1
+#define UP_REDACTED "<redacted>"
