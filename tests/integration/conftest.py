@@ -1,0 +1,37 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from uplinktest import Daemon, uplink_bin, uplinkd_bin  # noqa: E402
+
+
+def pytest_configure(config):
+    for b in (uplinkd_bin(), uplink_bin()):
+        if not os.access(b, os.X_OK):
+            raise pytest.UsageError(f"{b} is missing: build first (meson setup build && ninja -C build) "
+                                    "or point UPLINK_BUILD at a build folder")
+
+
+@pytest.fixture
+def tmpdir_short(tmp_path_factory):
+    """A short private folder: socket paths must fit in 108 bytes."""
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="upl-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(tmpdir_short):
+    d = Daemon(tmpdir_short).start()
+    yield d
+    rc = d.stop()
+    d.close()
+    assert rc == 0, f"uplinkd exited {rc}; its log:\n{d.logs()}"
+    assert "left open" not in d.logs()

@@ -1,0 +1,229 @@
+"""Helpers shared by uplink's integration tests: find the binaries, start uplinkd
+(bound by itself or under systemd-socket-activate), speak JSON-RPC to it, and
+capture sd_notify datagrams."""
+
+import array
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_dir():
+    d = Path(os.environ.get("UPLINK_BUILD", ROOT / "build"))
+    return d if d.is_absolute() else ROOT / d
+
+
+def uplinkd_bin():
+    return str(build_dir() / "daemon" / "uplinkd")
+
+
+def uplink_bin():
+    return str(build_dir() / "client" / "uplink")
+
+
+def sanitized():
+    """True when the build under test has ASan/UBSan (valgrind cannot run it)."""
+    out = subprocess.run(["meson", "introspect", "--buildoptions", str(build_dir())],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return False
+    for opt in json.loads(out.stdout):
+        if opt["name"] == "b_sanitize":
+            return opt["value"] not in ("none", "")
+    return False
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Rpc:
+    """A blocking JSON-RPC client on one connection."""
+
+    def __init__(self, path, timeout=10.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
+        self.buf = b""
+        self.next_id = 1
+        self.notifications = []
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data if isinstance(data, bytes) else data.encode())
+
+    def recv_msg(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionResetError("uplinkd closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def call_raw(self, method, params=None, id_=None):
+        if id_ is None:
+            id_ = self.next_id
+            self.next_id += 1
+        req = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            req["params"] = params
+        self.send_raw(json.dumps(req) + "\n")
+        while True:
+            msg = self.recv_msg()
+            if "id" not in msg:
+                self.notifications.append(msg)
+                continue
+            return msg
+
+    def call(self, method, params=None):
+        msg = self.call_raw(method, params)
+        if "error" in msg:
+            raise RpcError(msg["error"])
+        return msg["result"]
+
+
+class RpcError(Exception):
+    def __init__(self, error):
+        super().__init__(f"{error.get('data', {}).get('name')}: {error['message']}")
+        self.error = error
+        self.name = error.get("data", {}).get("name")
+
+
+class NotifyListener:
+    """Receives sd_notify datagrams the way systemd does (SO_PASSCRED, fds closed)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind(self.path)
+        self.sock.setblocking(False)
+        self.messages = []
+
+    def drain(self):
+        while True:
+            try:
+                msg, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(12) + socket.CMSG_SPACE(64))
+            except BlockingIOError:
+                return self.messages
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+                    for fd in fds:
+                        os.close(fd)
+            self.messages.append(msg.decode())
+
+    def seen(self, line):
+        return any(line in m.split("\n") for m in self.drain())
+
+    def close(self):
+        self.sock.close()
+
+
+class Daemon:
+    """uplinkd on a private socket under `tmp`, bound by itself or socket-activated."""
+
+    def __init__(self, tmp, activated=False, notify=False, env=None, wrapper=None, debug=True):
+        self.tmp = Path(tmp)
+        self.rundir = self.tmp / "run"
+        self.socket = self.rundir / "uplinkd.sock"
+        self.log_path = self.tmp / "uplinkd.log"
+        self.activated = activated
+        self.notify = NotifyListener(self.tmp / "notify.sock") if notify else None
+        self.env = dict(os.environ)
+        self.env.update({"UPLINK_SOCKET": str(self.socket), "HOME": str(self.tmp),
+                         "XDG_RUNTIME_DIR": str(self.rundir)})
+        if debug:
+            self.env["UPLINK_DEBUG"] = "1"
+        if self.notify:
+            self.env["NOTIFY_SOCKET"] = self.notify.path
+        if env:
+            self.env.update(env)
+        self.wrapper = wrapper or []
+        self.proc = None
+
+    def start(self, wait=True):
+        cmd = self.wrapper + [uplinkd_bin()]
+        if self.activated:
+            self.rundir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            act = ["systemd-socket-activate", "-l", str(self.socket), "--fdname=api"]
+            for name in ("UPLINK_SOCKET", "UPLINK_DEBUG", "XDG_RUNTIME_DIR", "NOTIFY_SOCKET",
+                         "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+                if name in self.env:
+                    act += ["-E", f"{name}={self.env[name]}"]
+            cmd = act + cmd
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=self.log, stderr=self.log)
+        if wait:
+            wait_for(self.socket.exists, what=f"{self.socket} to appear")
+            if not self.activated:
+                wait_for(self.answers, what="uplinkd to answer")
+        return self
+
+    def answers(self):
+        try:
+            with Rpc(self.socket, timeout=2) as c:
+                c.call("daemon.status")
+            return True
+        except OSError:
+            return False
+
+    def rpc(self, timeout=10.0):
+        return Rpc(self.socket, timeout=timeout)
+
+    def client(self, *args, env=None, input=None, timeout=30, user=None):
+        e = dict(self.env)
+        e.pop("UPLINK_DEBUG", None)
+        if env:
+            e.update(env)
+        cmd = [uplink_bin(), *args]
+        if user is not None:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + cmd
+        return subprocess.run(cmd, env=e, input=input, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def logs(self):
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.log.close()
+        if self.notify:
+            self.notify.drain()
+        return rc
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.stop(signal.SIGKILL)
+        if self.notify:
+            self.notify.close()
