@@ -28,6 +28,7 @@ int log_get_level(void)
 	return log_max_level;
 }
 
+static void log_vmsg(int level, const char *fmt, va_list ap) _printf_(2, 0);
 static void log_vmsg(int level, const char *fmt, va_list ap)
 {
 	char line[4096];

@@ -162,8 +162,17 @@ int up_rpc_client_call(struct up_rpc_client *c, const char *method, json_t *para
 	if (!line)
 		return -ENOMEM;
 	r = write_all(c->fd, line, len);
-	if (r < 0)
+	if (r < 0) {
+		/* The daemon may have refused us and closed: its reason is still readable. */
+		json_t *msg = NULL;
+		if (read_message(c, now_ms() + 1000, &msg) == 0 && json_object_get(msg, "error")) {
+			fill_error(json_object_get(msg, "error"), err);
+			json_decref(msg);
+			return 1;
+		}
+		json_decref(msg);
 		return r;
+	}
 
 	for (;;) {
 		json_t *msg = NULL, *mid;
