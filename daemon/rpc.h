@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "errors.h"
 #include "list.h"
@@ -51,7 +52,7 @@ struct up_request {
 	up_request_cancel_fn cancel;
 	void *cancel_userdata;
 	bool answered;
-	char pstruct[];        /* the method's params struct */
+	_Alignas(max_align_t) unsigned char pstruct[]; /* the method's params struct */
 };
 
 struct up_rpc *up_rpc_new(void);

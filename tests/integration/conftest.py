@@ -9,6 +9,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from uplinktest import Daemon, uplink_bin, uplinkd_bin  # noqa: E402
 
 
+# Sanitizer findings must fail a run here as they do in CI, not scroll past in a log.
+os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+
+
 def pytest_configure(config):
     for b in (uplinkd_bin(), uplink_bin()):
         if not os.access(b, os.X_OK):
