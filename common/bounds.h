@@ -49,3 +49,11 @@
 #define UP_EXEC_TIMEOUT_MS 30000
 #define UP_EXEC_OUTPUT_MAX (UP_MAX_HEADER_VALUE)
 #define UP_EXEC_STDERR_MAX 2048
+
+/* YAML read from files we did not write (kubeconfigs, templates): size and nesting. */
+#define UP_MAX_YAML_SIZE (4 * 1024 * 1024)
+#define UP_MAX_YAML_DEPTH 64
+
+/* kubeconfig: files in $KUBECONFIG, and a certificate, key or token file it names. */
+#define UP_MAX_KUBECONFIG_FILES 16
+#define UP_MAX_KUBE_CREDENTIAL_FILE (1024 * 1024)

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int up_read_file(const char *path, size_t max, char **ret, size_t *len)
+{
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t used = 0, cap;
+	struct stat st;
+	char *buf;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (S_ISREG(st.st_mode) && (size_t)st.st_size > max)
+		return -EFBIG;
+	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (used + 1 >= cap) {
+			if (cap > max + 1) {
+				up_free_secret(buf, used);
+				return -EFBIG;
+			}
+			char *n = realloc(buf, cap * 2);
+			if (!n) {
+				up_free_secret(buf, used);
+				return -ENOMEM;
+			}
+			buf = n;
+			cap *= 2;
+		}
+		ssize_t k = read(fd, buf + used, cap - used - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int r = -errno;
+			up_free_secret(buf, used);
+			return r;
+		}
+		if (k == 0)
+			break;
+		used += (size_t)k;
+		if (used > max) {
+			up_free_secret(buf, used);
+			return -EFBIG;
+		}
+	}
+	buf[used] = '\0';
+	*ret = buf;
+	if (len)
+		*len = used;
+	return 0;
+}
+
+void up_free_secret(char *p, size_t len)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, len);
+	free(p);
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stddef.h>
+
+#include "util.h"
+
+/*
+ * Reads a whole file of at most `max` bytes into a NUL-terminated buffer the caller
+ * frees. Returns 0, -EFBIG past the limit, or -errno. Blocking: the daemon calls it
+ * off its loop or at start-up only.
+ */
+int up_read_file(const char *path, size_t max, char **ret, size_t *len) _wur_;
+
+/* Overwrites then frees a buffer that held a secret. */
+void up_free_secret(char *p, size_t len);
