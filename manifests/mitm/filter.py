@@ -1,0 +1,915 @@
+"""uplink filter addon for mitmproxy (8.1 and 12): allow-list, injection, SigV4, audit.
+
+Loaded with ``mitmdump -s filter.py``; the format of its inputs, its options and
+the mitmproxy hooks it relies on are described in README.md next to this file.
+
+The policy part (``parse_rules``, ``RuleSet``, ``aws_service_region``,
+``sigv4_sign``) is plain standard-library Python and can be imported without
+mitmproxy, as the tests and the benchmark do.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import ipaddress
+import json
+import os
+import re
+import string
+import sys
+import tempfile
+import time
+from urllib.parse import quote, unquote
+
+try:  # the policy part works without mitmproxy
+    from mitmproxy import ctx, exceptions, http
+    from mitmproxy.proxy import layers as mlayers
+except ImportError:  # pragma: no cover - exercised by the in-process tests
+    ctx = exceptions = http = mlayers = None
+
+FORMAT_VERSION = 1
+STREAM_THRESHOLD = 1024 * 1024          # bodies above this (or of unknown size) stream
+SIGV4_BUFFER_WARN = 8 * 1024 * 1024     # a body this big buffered for signing is logged
+HOST_CACHE_MAX = 4096                   # per rule set, cleared when full
+DEFAULT_RELOAD_MS = 1000
+METHODS = frozenset("GET POST PUT DELETE PATCH HEAD OPTIONS CONNECT TRACE".split())
+META = "uplink"
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_TOKEN_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BAD_VALUE_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")
+_REGEX_META = set(".^$*+?{}[]|()")
+_RULE_KEYS = {"name", "layer", "source", "hosts", "methods", "paths", "inject", "l4_forward",
+              "cidrs"}
+
+
+class RulesError(ValueError):
+    """A rules or credentials document that must not be used; the message names the place."""
+
+
+# --------------------------------------------------------------------------- rules
+
+def normalize_host(host):
+    """Host as matched: ASCII-lowercased, no brackets around IPv6 literals, no port, and
+    internationalized names in their ASCII (punycode) form, as sent on the wire
+    (mitmproxy hands out decoded names)."""
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            pass  # cannot be written as ASCII: no ASCII rule matches it
+    host = host.translate(_ASCII_LOWER)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host
+
+
+def _literal(pattern):
+    """The plain string a host regex stands for, or None when it uses regex syntax."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 >= len(pattern) or pattern[i + 1].isalnum():
+                return None
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if c in _REGEX_META:
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out).translate(_ASCII_LOWER)
+
+
+class Rule:
+    __slots__ = ("index", "name", "layer", "source", "l4", "host_patterns", "host_res",
+                 "methods", "path_res", "headers", "cidrs")
+
+    def __repr__(self):
+        return f"Rule({self.index}, {self.name!r}, l4={self.l4})"
+
+    def matches_request(self, method, path):
+        if self.methods is not None and method not in self.methods:
+            return False
+        if self.path_res is None:
+            return True
+        return any(p.fullmatch(path) for p in self.path_res)
+
+
+# decision: allow | deny | l4; rule: the Rule or None; stage: connect | request
+Verdict = collections.namedtuple("Verdict", "decision rule stage")
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise RulesError(f"duplicate key '{key}'")
+        out[key] = value
+    return out
+
+
+def _load_json(text):
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as e:
+        raise RulesError(f"not valid JSON: {e}") from None
+
+
+def _str_list(rule, where, key, allow_empty=False):
+    value = rule[key]
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise RulesError(f"{where}: '{key}' must be a list of strings")
+    if not value and not allow_empty:
+        raise RulesError(f"{where}: '{key}' is an empty list")
+    return value
+
+
+def _compile(where, kind, pattern, flags):
+    try:
+        return re.compile(pattern, flags)
+    except re.error as e:
+        raise RulesError(f"{where}: invalid {kind} regex '{pattern}': {e}") from None
+
+
+def _parse_headers(where, inject):
+    if not isinstance(inject, dict) or set(inject) - {"headers"}:
+        raise RulesError(f"{where}: 'inject' must be an object with only 'headers'")
+    headers = inject.get("headers", {})
+    if not isinstance(headers, dict):
+        raise RulesError(f"{where}: 'inject.headers' must be an object")
+    seen, out = set(), []
+    for name, value in headers.items():
+        if not _TOKEN_RE.fullmatch(name):
+            raise RulesError(f"{where}: header name '{name}' is not a valid HTTP token")
+        if name.lower() in seen:
+            raise RulesError(f"{where}: header '{name}' is given twice")
+        # never echo the value: it is a secret
+        if not isinstance(value, str) or _BAD_VALUE_RE.search(value):
+            raise RulesError(f"{where}: value of header '{name}' must be a string without "
+                             "control characters")
+        seen.add(name.lower())
+        out.append((name, value))
+    return tuple(out)
+
+
+def _parse_rule(index, raw):
+    where = f"rules[{index}]"
+    if not isinstance(raw, dict):
+        raise RulesError(f"{where}: a rule must be an object")
+    unknown = sorted(set(raw) - _RULE_KEYS)
+    if unknown:
+        raise RulesError(f"{where}: unknown key '{unknown[0]}'")
+    for key in ("name", "layer"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise RulesError(f"{where}: '{key}' must be a non-empty string")
+    r = Rule()
+    r.index, r.name, r.layer = index, raw["name"], raw["layer"]
+    where = f"{where} '{r.name}'"
+    r.source = raw.get("source", "")
+    if not isinstance(r.source, str):
+        raise RulesError(f"{where}: 'source' must be a string")
+    r.l4 = raw.get("l4_forward", False)
+    if not isinstance(r.l4, bool):
+        raise RulesError(f"{where}: 'l4_forward' must be true or false")
+    r.host_patterns = _str_list(raw, where, "hosts") if "hosts" in raw else []
+    flags = re.ASCII | re.IGNORECASE
+    r.host_res = [_compile(where, "host", p, flags) for p in r.host_patterns]
+    r.methods, r.path_res, r.headers, r.cidrs = None, None, (), ()
+    if r.l4:
+        for key in ("methods", "paths", "inject"):
+            if key in raw:
+                raise RulesError(f"{where}: an l4_forward rule cannot set '{key}'")
+        if "cidrs" in raw:
+            try:
+                r.cidrs = tuple(ipaddress.ip_network(c, strict=False)
+                                for c in _str_list(raw, where, "cidrs"))
+            except ValueError as e:
+                raise RulesError(f"{where}: invalid CIDR: {e}") from None
+        if not r.host_patterns and not r.cidrs:
+            raise RulesError(f"{where}: an l4_forward rule needs 'hosts' and/or 'cidrs'")
+        return r
+    if "cidrs" in raw:
+        raise RulesError(f"{where}: 'cidrs' is only valid with l4_forward")
+    if "hosts" not in raw:
+        raise RulesError(f"{where}: missing 'hosts'")
+    if "methods" in raw:
+        methods = _str_list(raw, where, "methods", allow_empty=True)
+        bad = [m for m in methods if m not in METHODS]
+        if bad:
+            raise RulesError(f"{where}: invalid method '{bad[0]}'; use uppercase HTTP verbs")
+        r.methods = frozenset(methods) or None
+    if "paths" in raw:
+        r.path_res = [_compile(where, "path", p, re.ASCII)
+                      for p in _str_list(raw, where, "paths")]
+    if "inject" in raw:
+        r.headers = _parse_headers(where, raw["inject"])
+    return r
+
+
+def parse_rules(text):
+    """Parse and validate a rules document (str, bytes or an already decoded dict)."""
+    doc = _load_json(text) if isinstance(text, (str, bytes)) else text
+    if not isinstance(doc, dict):
+        raise RulesError("the document must be a JSON object")
+    unknown = sorted(set(doc) - {"version", "rules"})
+    if unknown:
+        raise RulesError(f"unknown top-level key '{unknown[0]}'")
+    version = doc.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise RulesError(f"unsupported format version {version!r} "
+                         f"(this addon reads version {FORMAT_VERSION})")
+    rules = doc.get("rules")
+    if not isinstance(rules, list):
+        raise RulesError("'rules' must be a list")
+    return RuleSet([_parse_rule(i, raw) for i, raw in enumerate(rules)])
+
+
+class RuleSet:
+    """An ordered, immutable list of rules with first-match look-ups."""
+
+    def __init__(self, rules=()):
+        self.rules = tuple(rules)
+        self.n_l4 = sum(1 for r in self.rules if r.l4)
+        self._literal = {}      # literal host -> [rule index]
+        self._regex = []        # (rule index, compiled) for host patterns with regex syntax
+        self._cidr = []         # (rule index, network)
+        for r in self.rules:
+            for pattern, compiled in zip(r.host_patterns, r.host_res):
+                lit = _literal(pattern)
+                if lit is None:
+                    self._regex.append((r.index, compiled))
+                else:
+                    self._literal.setdefault(lit, []).append(r.index)
+            self._cidr.extend((r.index, net) for net in r.cidrs)
+        self._host_cache = {}
+        self._connect_cache = {}
+
+    def __len__(self):
+        return len(self.rules)
+
+    def host_candidates(self, host):
+        """Rules (HTTP and L4) with a host regex matching ``host`` in full, in order."""
+        hit = self._host_cache.get(host)
+        if hit is None:
+            idx = set(self._literal.get(host, ()))
+            idx.update(i for i, rx in self._regex if i not in idx and rx.fullmatch(host))
+            hit = tuple(self.rules[i] for i in sorted(idx))
+            if len(self._host_cache) >= HOST_CACHE_MAX:
+                self._host_cache.clear()
+            self._host_cache[host] = hit
+        return hit
+
+    def match_request(self, method, host, path):
+        """First HTTP rule allowing this request, or None (deny)."""
+        for r in self.host_candidates(host):
+            if not r.l4 and r.matches_request(method, path):
+                return r
+        return None
+
+    def match_connect(self, host):
+        """First rule that could take a CONNECT to ``host``: an L4 rule (raw relay), an
+        HTTP rule (intercept, decide per request), or None (refuse)."""
+        if host in self._connect_cache:
+            return self._connect_cache[host]
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            ip = None
+        best = None
+        for r in self.host_candidates(host):
+            if ip is None or not r.l4:  # L4 host regexes never match IP literals
+                best = r
+                break
+        if ip is not None:
+            for i, net in self._cidr:
+                if best is not None and i >= best.index:
+                    break
+                if ip.version == net.version and ip in net:
+                    best = self.rules[i]
+                    break
+        if len(self._connect_cache) >= HOST_CACHE_MAX:
+            self._connect_cache.clear()
+        self._connect_cache[host] = best
+        return best
+
+    def evaluate(self, method, scheme, host, path):
+        """The whole decision for one request as the proxy makes it.
+
+        ``https`` means the client tunnels with CONNECT first; ``http`` means an
+        absolute-form request to the proxy (no tunnel, so L4 rules do not apply).
+        """
+        host = normalize_host(host)
+        if scheme == "https":
+            first = self.match_connect(host)
+            if first is None:
+                return Verdict("deny", None, "connect")
+            if first.l4:
+                return Verdict("l4", first, "connect")
+        rule = self.match_request(method, host, path)
+        if rule is None:
+            return Verdict("deny", None, "request")
+        return Verdict("allow", rule, "request")
+
+
+def _yaml_quote(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _re_escape(s):
+    return "".join("\\" + c if c in _REGEX_META or c == "\\" else c for c in s)
+
+
+def deny_hint(method, host, path):
+    """The rule a user would add to allow a denied request (one line of YAML)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", host.lower()).strip("-") or "host"
+    if path is None:
+        return (f"add a rule for this host to a --rules file, e.g. "
+                f"{{name: allow-{slug}, hosts: [{_yaml_quote(_re_escape(host))}]}} "
+                f"(or {{name: {slug}-tcp, l4_forward: true, hosts: "
+                f"[{_yaml_quote(_re_escape(host))}]}} for non-HTTP traffic)")
+    base, _, query = path.partition("?")
+    path_re = _re_escape(base) + ("(\\?.*)?" if query or "?" in path else "")
+    return (f"add a rule to a --rules file, e.g. {{name: allow-{slug}, "
+            f"hosts: [{_yaml_quote(_re_escape(host))}], methods: [{method}], "
+            f"paths: [{_yaml_quote(path_re)}]}}")
+
+
+# --------------------------------------------------------------------------- AWS
+
+_REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+_SIGNING_NAME = {"bedrock-runtime": "bedrock", "bedrock-agent-runtime": "bedrock",
+                 "s3-control": "s3", "s3-accesspoint": "s3", "s3-fips": "s3", "email": "ses"}
+_SIGV4_AUTH_RE = re.compile(r"\s*AWS4-HMAC-SHA256\s+Credential=([A-Za-z0-9]+)/", re.IGNORECASE)
+_STRIP = ("authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256")
+_UNSIGNED_HEADERS = frozenset(("authorization", "user-agent", "x-amzn-trace-id", "connection",
+                               "proxy-connection", "proxy-authenticate", "proxy-authorization",
+                               "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
+                               "expect"))
+UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
+_S3_KEEP_PAYLOAD = frozenset((UNSIGNED_PAYLOAD, "STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
+_CRED_KEYS = {"access_key_id", "secret_access_key", "session_token", "expiration"}
+
+
+def is_aws_host(host):
+    return host.endswith(".amazonaws.com")
+
+
+def aws_service_region(host):
+    """(signing service, region) for an ``*.amazonaws.com`` host."""
+    labels = host[: -len(".amazonaws.com")].split(".")
+    for i, label in enumerate(labels):
+        if _REGION_RE.fullmatch(label):
+            if i + 1 < len(labels):        # <name>.<region>.<service>.amazonaws.com
+                service = labels[-1]
+            elif i > 0 and labels[i - 1] == "dualstack" and i > 1:
+                service = labels[i - 2]
+            else:
+                service = labels[i - 1] if i > 0 else labels[-1]
+            return _SIGNING_NAME.get(service, service), label
+        if label.startswith("s3-") and _REGION_RE.fullmatch(label[3:]):  # legacy s3-<region>
+            return "s3", label[3:]
+    return _SIGNING_NAME.get(labels[-1], labels[-1]), "us-east-1"
+
+
+def parse_aws_creds(text):
+    """Parse the credentials map: dummy access key id -> real credentials."""
+    doc = _load_json(text) if isinstance(text, (str, bytes)) else text
+    if not isinstance(doc, dict):
+        raise RulesError("the AWS credentials map must be a JSON object")
+    out = {}
+    for akid, entry in doc.items():
+        if not re.fullmatch(r"[A-Z0-9]{16,128}", akid):
+            raise RulesError(f"'{akid}' is not an access key id")
+        if not isinstance(entry, dict):
+            raise RulesError(f"'{akid}': the entry must be an object")
+        unknown = sorted(set(entry) - _CRED_KEYS)
+        if unknown:
+            raise RulesError(f"'{akid}': unknown key '{unknown[0]}'")
+        for key in ("access_key_id", "secret_access_key"):
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                raise RulesError(f"'{akid}': '{key}' must be a non-empty string")
+        token = entry.get("session_token") or None
+        if token is not None and not isinstance(token, str):
+            raise RulesError(f"'{akid}': 'session_token' must be a string")
+        out[akid] = (entry["access_key_id"], entry["secret_access_key"], token)
+    return out
+
+
+def _remove_dot_segments(path):
+    out = []
+    for seg in path.split("/"):
+        if seg == "..":
+            if len(out) > 1:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    res = "/".join(out)
+    if path.endswith(("/.", "/..")):
+        res += "/"
+    return res if res.startswith("/") else "/" + res
+
+
+def _canonical_query(query):
+    pairs = []
+    for part in query.split("&"):
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        pairs.append((quote(unquote(key), safe="-_.~"), quote(unquote(value), safe="-_.~")))
+    return "&".join(f"{k}={v}" for k, v in sorted(pairs))
+
+
+def _hmac(key, msg):
+    return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()
+
+
+def sigv4_sign(method, path, headers, *, host, service, region, access_key, secret_key,
+               session_token, payload_hash, amz_date, s3):
+    """Sign a request; return the headers to set, in order: Authorization, X-Amz-Date,
+    X-Amz-Content-SHA256 and, with a session token, X-Amz-Security-Token.
+
+    ``path`` is the request target as sent (path plus query), ``headers`` the
+    request's (name, value) pairs, ``amz_date`` ``YYYYMMDDTHHMMSSZ``.
+    """
+    raw_path, _, query = path.partition("?")
+    uri = raw_path or "/"
+    if not s3:
+        uri = quote(_remove_dot_segments(uri), safe="/~")
+    added = [("x-amz-date", amz_date), ("x-amz-content-sha256", payload_hash)]
+    if session_token:
+        added.append(("x-amz-security-token", session_token))
+    groups = {"host": [host]}
+    for name, value in headers:
+        lname = name.lower()
+        if lname in _UNSIGNED_HEADERS or lname == "host" or lname in _STRIP:
+            continue
+        groups.setdefault(lname, []).append(value)
+    for lname, value in added:
+        groups[lname] = [value]
+    names = sorted(groups)
+    canon_headers = "".join(
+        f"{n}:{','.join(' '.join(v.split()) for v in groups[n])}\n" for n in names)
+    signed = ";".join(names)
+    creq = "\n".join((method.upper(), uri, _canonical_query(query), canon_headers, signed,
+                      payload_hash))
+    date = amz_date[:8]
+    scope = f"{date}/{region}/{service}/aws4_request"
+    to_sign = "\n".join(("AWS4-HMAC-SHA256", amz_date, scope,
+                         hashlib.sha256(creq.encode("utf-8")).hexdigest()))
+    key = _hmac(("AWS4" + secret_key).encode("utf-8"), date)
+    for part in (region, service, "aws4_request"):
+        key = _hmac(key, part)
+    sig = hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    out = [("Authorization", f"AWS4-HMAC-SHA256 Credential={access_key}/{scope}, "
+                             f"SignedHeaders={signed}, Signature={sig}"),
+           ("X-Amz-Date", amz_date), ("X-Amz-Content-SHA256", payload_hash)]
+    if session_token:
+        out.append(("X-Amz-Security-Token", session_token))
+    return out
+
+
+# --------------------------------------------------------------------------- plumbing
+
+def oplog(level, msg):
+    """Operational message (never a secret) on stderr; audit lines go to stdout."""
+    sys.stderr.write(f"uplink: {level}: {msg}\n")
+    sys.stderr.flush()
+
+
+class AuditLog:
+    FIELDS = ("decision", "rule", "layer", "method", "scheme", "host", "port", "path",
+              "status", "injected", "bytes_in", "bytes_out")
+
+    def __init__(self, stream=None):
+        self.stream = stream
+
+    def emit(self, **fields):
+        now = time.time()
+        rec = {"uplink": "audit",
+               "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+               + ".%03dZ" % (int(now * 1000) % 1000)}
+        for key in self.FIELDS:
+            rec[key] = fields.get(key)
+        out = self.stream or sys.stdout
+        out.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=True) + "\n")
+        out.flush()
+
+
+class Watched:
+    """A file re-read when its identity (device, inode, mtime, size) changes. A new
+    version that cannot be read or parsed leaves the last good value in place."""
+
+    def __init__(self, what, parse, empty):
+        self.what, self.parse, self.empty, self.value = what, parse, empty, empty
+        self.path, self.key, self.good, self.next_check, self.last_err = "", None, False, 0.0, None
+
+    def set_path(self, path):
+        """Watch another file. Until it loads, the last good value stays in force; an empty
+        path drops it."""
+        self.path, self.key, self.next_check, self.last_err = path, None, 0.0, None
+        if not path:
+            self.value, self.good = self.empty, False
+            return None
+        return self.poll(force=True)
+
+    def poll(self, interval=0.0, force=False):
+        """Re-read if changed: None when nothing new, True when loaded, else the error."""
+        now = time.monotonic()
+        if not self.path or (not force and now < self.next_check):
+            return None
+        self.next_check = now + interval
+        try:
+            st = os.stat(self.path)
+            key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+            if key == self.key:
+                return None
+            with open(self.path, "rb") as f:
+                value = self.parse(f.read())
+        except (OSError, UnicodeDecodeError, RulesError) as e:
+            err = str(e) if isinstance(e, RulesError) else f"cannot read: {e}"
+            if not isinstance(e, OSError):
+                self.key = key  # parse again only when the file changes again
+            if err != self.last_err:
+                keep = "keeping the previous version" if self.good else "nothing loaded"
+                oplog("error", f"{self.what}: {self.path}: {err} ({keep})")
+                self.last_err = err
+            return err
+        self.key, self.value, self.good, self.last_err = key, value, True, None
+        return True
+
+
+class _Counter:
+    """A stream callable that passes chunks through and counts their bytes."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self, chunk):
+        self.n += len(chunk)
+        return chunk
+
+
+def _declared_length(headers):
+    """Content-Length as int, or None when absent, unparseable or chunked."""
+    if "transfer-encoding" in headers:
+        return None
+    value = headers.get("content-length")
+    if value is None:
+        return None
+    try:
+        n = int(value.strip())
+    except ValueError:
+        return None
+    return n if n >= 0 else None
+
+
+def should_stream_request(headers):
+    if "transfer-encoding" in headers:
+        return True
+    if "content-length" not in headers:
+        return False  # HTTP/1 request without length or chunking has no body
+    n = _declared_length(headers)
+    return n is None or n > STREAM_THRESHOLD
+
+
+def should_stream_response(headers):
+    n = _declared_length(headers)
+    return n is None or n > STREAM_THRESHOLD
+
+
+def raw_method(req):
+    """The method exactly as sent: mitmproxy's ``Request.method`` upper-cases it, while the
+    upstream receives the raw bytes, and rules compare methods exactly."""
+    m = req.data.method
+    return m.decode("utf-8", "surrogateescape") if isinstance(m, bytes) else m
+
+
+def _host_of_authority(value):
+    value = value.strip()
+    if value.startswith("["):
+        return normalize_host(value[: value.find("]") + 1])
+    return normalize_host(value.rsplit(":", 1)[0] if value.count(":") == 1 else value)
+
+
+# --------------------------------------------------------------------------- addon
+
+class UplinkFilter:
+    def __init__(self, audit=None):
+        self.audit = audit or AuditLog()
+        self.rules_file = Watched("rules", parse_rules, RuleSet())
+        self.creds_file = Watched("aws credentials", parse_aws_creds, {})
+        self.reload_s = DEFAULT_RELOAD_MS / 1000.0
+        self.pending_l4 = {}   # client connection id -> {(host, port): rule}
+        self.ca_bundle = None  # the combined upstream bundle we wrote
+
+    @property
+    def rules(self):
+        return self.rules_file.value
+
+    # -- options
+
+    def load(self, loader):
+        loader.add_option("uplink_rules", str, "", "Path of the uplink rules JSON (version 1).")
+        loader.add_option("uplink_aws_creds", str, "",
+                          "Path of the AWS credentials map (dummy key id -> real keys).")
+        loader.add_option("uplink_reload_ms", int, DEFAULT_RELOAD_MS,
+                          "Check the rules and credentials files for changes at most this "
+                          "often (milliseconds; 0 = on every connection and request).")
+        loader.add_option("uplink_extra_ca", str, "",
+                          "PEM bundle of extra upstream CAs, trusted in addition to the "
+                          "public roots (sets ssl_verify_upstream_trusted_ca).")
+
+    def configure(self, updated):
+        opts = ctx.options
+        if "uplink_reload_ms" in updated:
+            if opts.uplink_reload_ms < 0:
+                raise exceptions.OptionsError("uplink_reload_ms must be >= 0")
+            self.reload_s = opts.uplink_reload_ms / 1000.0
+        if "uplink_rules" in updated:
+            self._set_source(self.rules_file, opts.uplink_rules)
+        if "uplink_aws_creds" in updated:
+            self._set_source(self.creds_file, opts.uplink_aws_creds)
+        if "rawtcp" in updated and getattr(opts, "rawtcp", False):
+            # Non-HTTP bytes in a tunnel must not be relayed unless an l4_forward rule
+            # matched; with rawtcp off mitmproxy parses them as HTTP and rejects them.
+            opts.update(rawtcp=False)
+            oplog("info", "rawtcp turned off: only l4_forward rules relay raw TCP")
+        if "uplink_extra_ca" in updated and opts.uplink_extra_ca:
+            self._combine_upstream_ca(opts.uplink_extra_ca)
+        elif ("ssl_verify_upstream_trusted_ca" in updated and opts.ssl_verify_upstream_trusted_ca
+              and opts.ssl_verify_upstream_trusted_ca != self.ca_bundle):
+            oplog("warn", "ssl_verify_upstream_trusted_ca replaces the public roots; "
+                          "use uplink_extra_ca to add CAs to them")
+
+    def _set_source(self, watched, path):
+        res = watched.set_path(path)
+        if not path:
+            oplog("warn", f"no {watched.what} file set; "
+                          + ("every request is denied" if watched is self.rules_file
+                             else "AWS requests are not re-signed"))
+            return
+        if res is not True and not watched.good:
+            raise exceptions.OptionsError(f"{watched.what}: {path}: {res}")
+        if res is True:
+            self._log_loaded(watched)
+
+    def _log_loaded(self, watched):
+        if watched is self.rules_file:
+            oplog("info", f"rules: loaded {len(self.rules)} rules "
+                          f"({self.rules.n_l4} l4_forward) from {watched.path}")
+        else:
+            oplog("info", f"aws credentials: loaded {len(watched.value)} signing identities")
+
+    def _poll(self):
+        for watched in (self.rules_file, self.creds_file):
+            if watched.poll(self.reload_s) is True:
+                self._log_loaded(watched)
+
+    def _combine_upstream_ca(self, extra):
+        try:
+            import certifi  # a mitmproxy dependency: the roots mitmproxy trusts by default
+            roots = certifi.where()
+        except ImportError:  # pragma: no cover
+            import ssl
+            roots = ssl.get_default_verify_paths().openssl_cafile
+        try:
+            with open(roots, "rb") as f:
+                public = f.read()
+            with open(extra, "rb") as f:
+                added = f.read()
+        except OSError as e:
+            raise exceptions.OptionsError(f"uplink_extra_ca: {e}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in added:
+            raise exceptions.OptionsError(f"uplink_extra_ca: {extra} holds no PEM certificate")
+        fd, path = tempfile.mkstemp(prefix="uplink-upstream-ca-", suffix=".pem")
+        with os.fdopen(fd, "wb") as f:
+            f.write(public.rstrip(b"\n") + b"\n" + added)
+        old, self.ca_bundle = self.ca_bundle, path
+        ctx.options.update(ssl_verify_upstream_trusted_ca=path)
+        if old:
+            os.unlink(old)
+        oplog("info", f"upstream trust: {path} = public roots ({roots}) + {extra}")
+
+    def done(self):
+        if self.ca_bundle:
+            try:
+                os.unlink(self.ca_bundle)
+            except OSError:
+                pass
+
+    # -- CONNECT and L4
+
+    def http_connect(self, flow):
+        self._poll()
+        host, port = normalize_host(flow.request.host), flow.request.port
+        rule = self.rules.match_connect(host)
+        if rule is None:
+            flow.metadata[META] = {"logged": True}
+            flow.response = self._refusal(flow, "CONNECT", host, None)
+            self._emit("connect-refused", None, "CONNECT", None, host, port, None, 403)
+        elif rule.l4:
+            self.pending_l4.setdefault(flow.client_conn.id, {})[(host, port)] = rule
+            flow.metadata[META] = {"l4": {"name": rule.name, "layer": rule.layer}}
+
+    def next_layer(self, nextlayer):
+        context = nextlayer.context
+        pending, addr = self.pending_l4.get(context.client.id), context.server.address
+        if not pending or addr is None:
+            return
+        host, port = normalize_host(addr[0]), addr[1]
+        rule = pending.pop((host, port), None)
+        if not pending:
+            del self.pending_l4[context.client.id]
+        if rule is None:
+            return
+        if nextlayer.layer is not None:
+            oplog("warn", f"l4 relay for {host}:{port} not installed: another addon chose the "
+                          "layer")
+            return
+        nextlayer.layer = mlayers.TCPLayer(context, ignore=True)  # records nothing
+        self._emit("l4", rule, "CONNECT", None, host, port, None, 200)
+
+    def client_disconnected(self, client):
+        self.pending_l4.pop(client.id, None)
+
+    def tcp_start(self, flow):
+        # Our L4 relay records nothing, so a TCP flow means mitmproxy fell back to raw TCP
+        # for a tunnel no l4_forward rule allowed: relay nothing.
+        flow.metadata[META] = {"blocked": True}
+        addr = flow.server_conn.address or ("", 0)
+        self._emit("deny", None, None, "tcp", normalize_host(addr[0]), addr[1], None, None)
+        try:
+            flow.kill()
+        except Exception:  # noqa: BLE001 - best effort; tcp_message drops the bytes anyway
+            pass
+
+    def tcp_message(self, flow):
+        if flow.metadata.get(META, {}).get("blocked") and flow.messages:
+            flow.messages[-1].content = b""
+
+    # -- HTTP
+
+    def _refusal(self, flow, method, host, path, reason=None):
+        body = {"error": "denied by uplink", "method": method, "host": host, "path": path,
+                "hint": reason or deny_hint(method, host, path)}
+        flow.request.stream = False  # a response and streaming cannot be combined
+        return http.Response.make(
+            403, json.dumps(body, ensure_ascii=True).encode() + b"\n",
+            {"Content-Type": "application/json", "X-Uplink-Denied": "1",
+             "Cache-Control": "no-store"})
+
+    def _mismatch(self, flow, host):
+        """A request must name the host it is sent to (no fronting through an allowed host)."""
+        hh = flow.request.host_header
+        if hh and _host_of_authority(hh) != host:
+            return (f"the Host header ({_host_of_authority(hh)}) names another host than the "
+                    f"connection ({host}); send the request to the host it is meant for")
+        sni = flow.client_conn.sni
+        if sni and normalize_host(sni) != host:
+            return (f"the TLS server name ({normalize_host(sni)}) differs from the host of the "
+                    f"request ({host}); send the request to the host it is meant for")
+        return None
+
+    def requestheaders(self, flow):
+        self._poll()
+        req = flow.request
+        host, method = normalize_host(req.host), raw_method(req)
+        reason = self._mismatch(flow, host)
+        rule = None if reason else self.rules.match_request(method, host, req.path)
+        if rule is None:
+            flow.metadata[META] = {"logged": True}
+            flow.response = self._refusal(flow, method, host, req.path, reason)
+            self._emit("deny", None, method, req.scheme, host, req.port, req.path, 403)
+            return
+        meta = {"rule": rule.name, "layer": rule.layer, "decision": "allow", "injected": []}
+        flow.metadata[META] = meta
+        plan = self._aws_plan(req, host)
+        if plan is not None:
+            meta["decision"], meta["sign"] = "resign", plan
+            for name in _STRIP[1:]:
+                if name in req.headers:
+                    del req.headers[name]
+            if plan["s3"]:
+                self._sign(flow, plan)
+                if flow.response is not None:
+                    return
+            else:  # the signature covers the body hash: buffer until the body is complete
+                req.stream = False
+                n = _declared_length(req.headers)
+                if n is None and "transfer-encoding" in req.headers or (n or 0) > SIGV4_BUFFER_WARN:
+                    oplog("warn", f"sigv4 buffering {n if n is not None else 'unknown'} bytes "
+                                  f"to sign {method} {host}")
+                return
+        else:
+            for name, value in rule.headers:
+                req.headers[name] = value
+            meta["injected"] = [name for name, _ in rule.headers]
+        if should_stream_request(req.headers):
+            req.stream = _Counter()
+
+    def _aws_plan(self, req, host):
+        if not is_aws_host(host):
+            return None
+        m = _SIGV4_AUTH_RE.match(req.headers.get("authorization", ""))
+        if not m:
+            return None
+        akid = m.group(1)
+        if akid not in self.creds_file.value:
+            oplog("warn", f"sigv4 no credentials for key {akid} on {host}: request allowed "
+                          "but not re-signed")
+            return None
+        service, region = aws_service_region(host)
+        payload = req.headers.get("x-amz-content-sha256", "")
+        return {"akid": akid, "service": service, "region": region, "s3": service == "s3",
+                "payload": payload if payload in _S3_KEEP_PAYLOAD else UNSIGNED_PAYLOAD,
+                "chunk_signed": payload.startswith("STREAMING-AWS4-HMAC-SHA256")}
+
+    def request(self, flow):
+        plan = flow.metadata.get(META, {}).get("sign")
+        if plan is not None and not plan["s3"]:
+            self._sign(flow, plan)
+
+    def _sign(self, flow, plan):
+        req = flow.request
+        creds = self.creds_file.value.get(plan["akid"])
+        if creds is None:  # the map changed between headers and body
+            req.stream = False
+            flow.response = http.Response.make(
+                502, b'{"error":"uplink: AWS credentials for this key are gone"}\n',
+                {"Content-Type": "application/json"})
+            return
+        if plan["s3"]:
+            payload = plan["payload"]
+            if plan["chunk_signed"]:
+                oplog("warn", f"sigv4 {req.host}: chunk-signed uploads "
+                              "(STREAMING-AWS4-HMAC-SHA256-PAYLOAD) cannot be re-signed; "
+                              "AWS will reject this request")
+        else:
+            payload = hashlib.sha256(req.raw_content or b"").hexdigest()
+        for name in _STRIP:
+            if name in req.headers:
+                del req.headers[name]
+        host = req.host_header or req.host
+        if "host" not in req.headers:
+            req.headers["Host"] = host
+        signed = sigv4_sign(raw_method(req), req.path, req.headers.items(multi=True), host=host,
+                            service=plan["service"], region=plan["region"],
+                            access_key=creds[0], secret_key=creds[1], session_token=creds[2],
+                            payload_hash=payload,
+                            amz_date=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), s3=plan["s3"])
+        for name, value in signed:
+            req.headers[name] = value
+
+    def responseheaders(self, flow):
+        meta = flow.metadata.get(META)
+        if meta and "rule" in meta and should_stream_response(flow.response.headers):
+            flow.response.stream = _Counter()
+
+    def response(self, flow):
+        self._finish(flow)
+
+    def error(self, flow):
+        self._finish(flow)
+
+    def _finish(self, flow):
+        meta = flow.metadata.get(META)
+        if not meta or meta.get("logged"):
+            return
+        meta["logged"] = True
+        req, resp = flow.request, flow.response
+        if meta.get("l4"):  # a CONNECT for an L4 rule: logged here only if it failed
+            status = resp.status_code if resp else None
+            if status is None or not 200 <= status < 300:
+                self._emit("l4", meta["l4"], "CONNECT", None, normalize_host(req.host),
+                           req.port, None, status)
+            return
+        out = req.stream.n if isinstance(req.stream, _Counter) else len(req.raw_content or b"")
+        if resp is None:
+            n_in = 0
+        elif isinstance(resp.stream, _Counter):
+            n_in = resp.stream.n
+        else:
+            n_in = len(resp.raw_content or b"")
+        self.audit.emit(decision=meta["decision"], rule=meta.get("rule"), layer=meta.get("layer"),
+                        method=raw_method(req), scheme=req.scheme, host=normalize_host(req.host),
+                        port=req.port, path=req.path, status=resp.status_code if resp else None,
+                        injected=meta["injected"], bytes_in=n_in, bytes_out=out)
+
+    def _emit(self, decision, rule, method, scheme, host, port, path, status):
+        """An audit line for a decision that moves no body (rule: Rule, dict or None)."""
+        l4 = decision == "l4"
+        if isinstance(rule, Rule):
+            rule = {"name": rule.name, "layer": rule.layer}
+        self.audit.emit(decision=decision, rule=rule["name"] if rule else None,
+                        layer=rule["layer"] if rule else None, method=method, scheme=scheme,
+                        host=host, port=port, path=path, status=status, injected=[],
+                        bytes_in=None if l4 else 0, bytes_out=None if l4 else 0)
+
+
+addons = [UplinkFilter()]
