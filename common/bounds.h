@@ -57,3 +57,35 @@
 /* kubeconfig: files in $KUBECONFIG, and a certificate, key or token file it names. */
 #define UP_MAX_KUBECONFIG_FILES 16
 #define UP_MAX_KUBE_CREDENTIAL_FILE (1024 * 1024)
+
+/* HTTP to the Kubernetes API (and registries). */
+#define UP_HTTP_MAX_ACTIVE 32            /* ordinary requests at once; more wait in order */
+#define UP_HTTP_MAX_HOST_CONNECTIONS 8
+#define UP_HTTP_CONNECT_TIMEOUT_MS 10000
+#define UP_HTTP_STREAM_IDLE_S 120        /* a watch or log stream silent this long is dead */
+#define UP_MAX_KUBE_BODY (16 * 1024 * 1024) /* one answer (a list) */
+#define UP_MAX_WATCH_EVENT (4 * 1024 * 1024) /* one line of a watch or log stream */
+#define UP_MAX_HEADER_LINE 16384
+
+/* The longest a server's Retry-After may make us wait before a retry. */
+#define UP_RETRY_AFTER_MAX_MS 60000
+/* No backoff waits longer than a day, whatever the caller asks. */
+#define UP_BACKOFF_CAP_MAX_MS (24ull * 3600 * 1000)
+
+/* Exec credential plugins: their answer, what of their stderr we keep, how long they may take. */
+#define UP_MAX_EXEC_CREDENTIAL (256 * 1024)
+#define UP_KUBE_EXEC_STDERR_MAX 4096
+#define UP_KUBE_EXEC_TIMEOUT_MS 60000
+
+/* Kubernetes calls: attempts, backoff, time per request, URL length, credential skew. */
+#define UP_KUBE_MAX_ATTEMPTS 6
+#define UP_KUBE_BACKOFF_BASE_MS 200
+#define UP_KUBE_BACKOFF_CAP_MS 10000
+#define UP_KUBE_TIMEOUT_MS 30000
+#define UP_MAX_KUBE_URL 8192
+#define UP_KUBE_CRED_SKEW_MS 30000 /* renew an expiring credential this long before it ends */
+
+/* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
+#define UP_WATCH_TIMEOUT_S 300
+#define UP_WATCH_BACKOFF_BASE_MS 500
+#define UP_WATCH_BACKOFF_CAP_MS 30000

@@ -6,7 +6,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from uplinktest import Daemon, uplink_bin, uplinkd_bin  # noqa: E402
+from uplinktest import ROOT, Daemon, uplink_bin, uplinkd_bin  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests" / "fakekube"))
 
 
 # Sanitizer findings must fail a run here as they do in CI, not scroll past in a log.
@@ -40,3 +42,14 @@ def daemon(tmpdir_short):
     d.close()
     assert rc == 0, f"uplinkd exited {rc}; its log:\n{d.logs()}"
     assert "left open" not in d.logs()
+
+
+@pytest.fixture
+def fakekube(tmp_path):
+    """A fake Kubernetes API server with quick pod and namespace lifecycles."""
+    from fakekube import FakeKube
+    fk = FakeKube(str(tmp_path / "fakekube"), ready_delay=0.2, terminate_delay=0.2,
+                  bookmark_interval=0.5)
+    fk.start()
+    yield fk
+    fk.stop()

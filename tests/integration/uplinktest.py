@@ -27,6 +27,23 @@ def uplink_bin():
     return str(build_dir() / "client" / "uplink")
 
 
+def kube_probe_bin():
+    return str(build_dir() / "tests" / "integration" / "kube-probe")
+
+
+def kube_probe(kubeconfig, *args, context=None, env=None, timeout=60):
+    """Runs the daemon's Kubernetes client through kube-probe; returns (rc, [json lines], stderr)."""
+    cmd = [kube_probe_bin(), "--kubeconfig", str(kubeconfig)]
+    if context:
+        cmd += ["--context", context]
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    r = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=e)
+    lines = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    return r.returncode, lines, r.stderr
+
+
 def sanitized():
     """True when the build under test has ASan/UBSan (valgrind cannot run it)."""
     out = subprocess.run(["meson", "introspect", "--buildoptions", str(build_dir())],
