@@ -33,6 +33,9 @@ struct up_command {
 extern const struct up_command up_commands[];
 
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 
 /* Connects and says hello once; prints why and returns an exit code on failure. */
 int up_cli_connect(struct up_cli *cli);

@@ -12,6 +12,24 @@ const struct up_command up_commands[] = {
 	  "[--json]",
 	  "Options:\n"
 	  "  --json    print the daemon's answer as JSON\n" },
+	{ "rules check", up_cmd_rules_check, "Show which rule allows a request, or that none does.",
+	  "[--rules FILE]... [--no-default-rules] [--allow-exec] [--json] [AGENT [MODE]] METHOD URL",
+	  "Loads the rules a run would get (agent auth rules, your --rules files in order, the\n"
+	  "agent's defaults, the read-only catch-all), resolves their placeholders in uplinkd,\n"
+	  "and prints the decision, the rule, its layer and FILE:LINE, and the names (never the\n"
+	  "values) of the headers it would inject.\n\n"
+	  "Options:\n"
+	  "  --rules FILE        a rules file; repeat for more (earlier files win)\n"
+	  "  --no-default-rules  keep only kube and user rules\n"
+	  "  --allow-exec        allow {{exec:CMD}} placeholders to run\n"
+	  "  --json              print the daemon's answer as JSON\n\n"
+	  "Exit status: 0 allowed, 1 denied, 2 bad input (including invalid rules).\n" },
+	{ "rules lint", up_cmd_rules_lint, "Validate rules files and print every problem.",
+	  "[--json] FILE...",
+	  "Each problem reads FILE:LINE:COL: rule 'NAME': what is wrong. Exit status 1 if any.\n" },
+	{ "rules render", up_cmd_rules_render, "Print the JSON the proxy would get.",
+	  "[--rules FILE]... [--no-default-rules] [--allow-exec] [--show-secrets] [AGENT [MODE]]",
+	  "Header values are shown as <redacted> unless --show-secrets.\n" },
 	{ 0 },
 };
 

@@ -203,6 +203,8 @@ int up_manager_start(struct up_manager *m)
 	if (r < 0)
 		return r;
 	r = up_rpc_daemon_register(m->rpc, m);
+	if (r >= 0)
+		r = up_rpc_rules_register(m->rpc, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot register the RPC methods");
 	r = up_server_new(&m->loop, m->rpc, &m->server);
@@ -272,6 +274,11 @@ void up_manager_get_info(const struct up_manager *m, struct up_manager_info *inf
 		.requests_inflight = up_rpc_inflight(m->rpc),
 		.watchdog = m->watchdog_usec > 0,
 	};
+}
+
+uv_loop_t *up_manager_loop(struct up_manager *m)
+{
+	return &m->loop;
 }
 
 static void close_walk(uv_handle_t *h, void *arg)

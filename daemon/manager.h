@@ -33,7 +33,9 @@ void up_manager_stop(struct up_manager *m, const char *why);
 struct up_manager *up_manager_free(struct up_manager *m);
 void up_manager_freep(struct up_manager **m);
 void up_manager_get_info(const struct up_manager *m, struct up_manager_info *info);
+uv_loop_t *up_manager_loop(struct up_manager *m);
 
 /* The RPC domains, each registered by up_manager_start(). */
 struct up_rpc;
 int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m) _wur_;

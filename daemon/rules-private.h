@@ -13,9 +13,6 @@ void up_ruleset_set_replace_defaults(struct up_ruleset *rs);
 
 /* 0, or -EINVAL with PCRE2's reason and offset in why. */
 int up_regex_check(const char *re, char *why, size_t why_len) _wur_;
-/* The bit of an uppercase method name, or -EINVAL. */
-int up_method_bit(const char *name);
-const char *up_method_name(unsigned bit);
 /* Parses an IP or CIDR (host bits cleared, bare IP = /32 or /128) into out. */
 int up_cidr_normalize(const char *in, char *out, size_t out_len) _wur_;
 /* A header name is an HTTP token. */

@@ -33,6 +33,10 @@ enum up_rule_layer up_rule_layer_from_name(const char *name);
 #define UP_HTTP_METHODS(XX) \
 	XX(GET) XX(POST) XX(PUT) XX(DELETE) XX(PATCH) XX(HEAD) XX(OPTIONS) XX(CONNECT) XX(TRACE)
 
+/* The bit of an uppercase method name, or -EINVAL; and back. */
+int up_method_bit(const char *name);
+const char *up_method_name(unsigned bit);
+
 struct up_rule_header {
 	char *name;
 	char *value;    /* as written, placeholders included */
@@ -70,12 +74,20 @@ void up_ruleset_freep(struct up_ruleset **rs);
  */
 int up_ruleset_load_string(struct up_ruleset *rs, enum up_rule_layer layer, const char *source,
 			   const char *text, size_t len, json_t *problems) _wur_;
-/* Same, reading the file at `path` (bounded by UP_MAX_RULES_FILE_SIZE). */
+/* Same, reading the file at `path` (bounded by UP_MAX_RULES_FILE_SIZE); problems name `label` (NULL: path). */
 int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const char *path,
-			 json_t *problems) _wur_;
+			 const char *label, json_t *problems) _wur_;
+
+/*
+ * The built-in layers of an agent and mode (auth and agent-default rules). Until the
+ * agents interface exists this knows claude (anthropic, bedrock). -ENOENT with a
+ * problem for an unknown agent or mode.
+ */
+int up_ruleset_load_agent(struct up_ruleset *rs, const char *agent, const char *mode,
+			  json_t *problems) _wur_;
 /*
  * Appends rules given in the proxy's JSON format (what up_ruleset_render() makes):
- * {"rules": [...], "l4": [...]}. Header values are taken as resolved. Layers come
+ * {"version": 1, "rules": [...]}. Header values are taken as resolved. Layers come
  * from each rule's "layer". The order of the document is kept as the final order.
  */
 int up_ruleset_load_json(struct up_ruleset *rs, const json_t *doc, json_t *problems) _wur_;
@@ -100,20 +112,40 @@ int up_rule_header_set_value(struct up_rule_header *h, const char *value) _wur_;
  */
 const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *method,
 				       const char *host, const char *path);
-/* The first l4 rule for a CONNECT target: an IP literal is tested against cidrs only, a name against hosts only. */
-const struct up_rule *up_ruleset_match_l4(const struct up_ruleset *rs, const char *target);
+/*
+ * The first rule that could take a CONNECT to TARGET: an L4 rule (relay bytes), an
+ * HTTP rule (intercept and decide per request), or NULL (refuse). Host regexes of
+ * L4 rules never match an IP literal; an IP literal meets L4 rules through cidrs.
+ */
+const struct up_rule *up_ruleset_match_connect(const struct up_ruleset *rs, const char *target);
+
+enum up_decision {
+	UP_DECISION_DENY,
+	UP_DECISION_ALLOW,
+	UP_DECISION_L4,
+};
 
 /*
- * Splits an http(s) URL into a lowercase host (no port, no brackets) and the path
+ * The whole decision the proxy makes for one request: for https (a CONNECT first)
+ * the connect check, then the request check. *rule is the deciding rule or NULL.
+ */
+enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
+				     const char *host, const char *path, const struct up_rule **rule);
+
+/*
+ * Splits an http(s) URL into its scheme, a lowercase host (no port, no brackets) and the path
  * with its query ("/" when empty). Returns 0 or -EINVAL with why.
  */
-int up_url_split(const char *url, char *host, size_t host_len, char *path, size_t path_len,
-		 char *why, size_t why_len) _wur_;
+int up_url_split(const char *url, bool *https, char *host, size_t host_len, char *path,
+		 size_t path_len, char *why, size_t why_len) _wur_;
 
 /*
- * The proxy's input: {"version":1,"rules":[...],"l4":[...]}. Header values are the
- * resolved ones, or "<redacted>" unless `show_secrets`; unresolved ones render as
- * written. NULL on allocation failure.
+ * The proxy's input, as manifests/mitm/README.md describes it:
+ * {"version": 1, "rules": [{"name", "layer", "source", "hosts", "methods"?, "paths"?,
+ * "inject"?: {"headers": {...}}} | {"name", "layer", "source", "l4_forward": true,
+ * "hosts"?, "cidrs"?}]} in final order; "methods" and "paths" are left out for "any".
+ * Header values are the resolved ones, shown as "<redacted>" unless `show_secrets`;
+ * unresolved ones render as written. NULL on allocation failure.
  */
 json_t *up_ruleset_render(const struct up_ruleset *rs, bool show_secrets);
 #define UP_RULES_FORMAT_VERSION 1

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * uplink rules check | lint | render. All three go through uplinkd: it holds the
+ * keyring and runs exec placeholders, and the client stays free of libyaml and
+ * PCRE2 (and fast to start). Lint needs no secrets but uses the daemon's parser so
+ * that lint and run can never disagree.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bounds.h"
+#include "client.h"
+
+struct rules_opts {
+	json_t *rules;
+	bool no_defaults, allow_exec, json, show_secrets;
+};
+
+enum { OPT_RULES = 1, OPT_NO_DEFAULTS, OPT_ALLOW_EXEC, OPT_JSON, OPT_SHOW_SECRETS, OPT_HELP };
+
+static const struct option rules_options[] = {
+	{ "rules", required_argument, NULL, OPT_RULES },
+	{ "no-default-rules", no_argument, NULL, OPT_NO_DEFAULTS },
+	{ "allow-exec", no_argument, NULL, OPT_ALLOW_EXEC },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "show-secrets", no_argument, NULL, OPT_SHOW_SECRETS },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ 0 },
+};
+
+/* Parses options; returns -1 to go on, else an exit code. `allowed` lists the options the command takes. */
+static int parse_opts(const struct up_command *cmd, int argc, char **argv, const char *allowed,
+		      struct rules_opts *o)
+{
+	int c, idx;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", rules_options, &idx)) != -1) {
+		if (c == 'h' || c == OPT_HELP) {
+			up_cli_command_help(cmd, stdout);
+			return UP_EXIT_OK;
+		}
+		if (c == '?' || !strstr(allowed, rules_options[idx].name))
+			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		switch (c) {
+		case OPT_RULES: (void)json_array_append_new(o->rules, json_string(optarg)); break;
+		case OPT_NO_DEFAULTS: o->no_defaults = true; break;
+		case OPT_ALLOW_EXEC: o->allow_exec = true; break;
+		case OPT_JSON: o->json = true; break;
+		case OPT_SHOW_SECRETS: o->show_secrets = true; break;
+		default: break;
+		}
+	}
+	return -1;
+}
+
+static json_t *base_params(const struct rules_opts *o, const char *agent, const char *mode)
+{
+	char cwd[PATH_MAX];
+	json_t *p = json_pack("{s:O, s:b, s:b}", "rules", o->rules, "no_default_rules", o->no_defaults,
+			      "allow_exec", o->allow_exec);
+
+	if (p && getcwd(cwd, sizeof(cwd)))
+		(void)json_object_set_new(p, "cwd", json_string(cwd));
+	if (p && agent)
+		(void)json_object_set_new(p, "agent", json_string(agent));
+	if (p && mode)
+		(void)json_object_set_new(p, "mode", json_string(mode));
+	return p;
+}
+
+/* Errors of check and render: the rules are bad input (2); a dead daemon stays 3, a mismatch 4. */
+static int call(struct up_cli *cli, const char *method, json_t *params, json_t **result)
+{
+	struct up_rpc_error err = { 0 };
+	int r = up_cli_connect(cli);
+
+	if (r != 0) {
+		json_decref(params);
+		return r;
+	}
+	r = up_rpc_client_call(cli->rpc, method, params, UP_EXEC_TIMEOUT_MS + UP_CLIENT_TIMEOUT_MS,
+			       NULL, NULL, result, &err);
+	if (r < 0) {
+		fprintf(stderr, "uplink: talking to uplinkd failed: %s\n", strerror(-r));
+		return UP_EXIT_UNREACHABLE;
+	}
+	if (r > 0) {
+		fprintf(stderr, "uplink: %s\n", err.message);
+		r = streq(err.name, "PROTOCOL_MISMATCH") ? UP_EXIT_MISMATCH : UP_EXIT_USAGE;
+		up_rpc_error_done(&err);
+		return r;
+	}
+	return 0;
+}
+
+/* A literal as a regex, as the addon's deny hint writes it ('' for a quote in YAML). */
+static void print_escaped(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strchr(".^$*+?{}[]|()\\", s[i]))
+			putchar('\\');
+		if (s[i] == '\'')
+			putchar('\'');
+		putchar(s[i]);
+	}
+}
+
+static void print_denied(const char *method, const json_t *res)
+{
+	const char *host = json_string_value(json_object_get(res, "host"));
+	const char *path = json_string_value(json_object_get(res, "path"));
+
+	size_t base = strcspn(path, "?");
+
+	printf("deny   %s %s%s\n", method, host, path);
+	printf("  no rule allows it. To allow it, add to a rules file (--rules FILE):\n"
+	       "    rules:\n      - name: allow-");
+	for (const char *p = host; *p; p++)
+		putchar(isalnum((unsigned char)*p) ? *p : '-');
+	printf("\n        hosts: ['");
+	print_escaped(host, strlen(host));
+	printf("']\n        methods: [%s]\n        paths: ['", method);
+	print_escaped(path, base);
+	printf("%s']\n", path[base] ? "(\\?.*)?" : "");
+}
+
+static void print_check(const char *method, const json_t *res)
+{
+	const json_t *rule = json_object_get(res, "rule"), *h;
+	const char *decision = json_string_value(json_object_get(res, "decision"));
+	size_t i;
+
+	if (!rule) {
+		print_denied(method, res);
+		return;
+	}
+	if (streq(decision, "l4"))
+		printf("l4     CONNECT %s (relayed as raw TCP, never inspected)\n",
+		       json_string_value(json_object_get(res, "host")));
+	else
+		printf("allow  %s %s%s\n", method, json_string_value(json_object_get(res, "host")),
+		       json_string_value(json_object_get(res, "path")));
+	printf("  rule:   %s\n  layer:  %s\n  source: %s\n",
+	       json_string_value(json_object_get(rule, "name")),
+	       json_string_value(json_object_get(rule, "layer")),
+	       json_string_value(json_object_get(rule, "source")));
+	if (json_array_size(json_object_get(rule, "headers")) == 0)
+		return;
+	printf("  inject:");
+	json_array_foreach(json_object_get(rule, "headers"), i, h)
+		printf("%s %s", i ? "," : "", json_string_value(h));
+	printf("\n");
+}
+
+int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	struct rules_opts o = { .rules = json_array() };
+	const char *agent = NULL, *mode = NULL, *method, *url;
+	json_t *res = NULL, *p;
+	int r, n;
+
+	r = parse_opts(cmd, argc, argv, "rules no-default-rules allow-exec json", &o);
+	n = argc - optind;
+	if (r < 0 && n != 2 && n != 3 && n != 4)
+		r = up_cli_usage_error(cmd, "expected [AGENT [MODE]] METHOD URL");
+	if (r >= 0) {
+		json_decref(o.rules);
+		return r;
+	}
+	if (n >= 3)
+		agent = argv[optind];
+	if (n == 4)
+		mode = argv[optind + 1];
+	method = argv[argc - 2];
+	url = argv[argc - 1];
+	p = base_params(&o, agent, mode);
+	json_decref(o.rules);
+	(void)json_object_set_new(p, "method", json_string(method));
+	(void)json_object_set_new(p, "url", json_string(url));
+	r = call(cli, "rules.check", p, &res);
+	if (r != 0)
+		return r;
+	if (o.json)
+		up_print_json(res);
+	else
+		print_check(method, res);
+	r = json_object_get(res, "rule") ? UP_EXIT_OK : UP_EXIT_FAILED;
+	json_decref(res);
+	return r;
+}
+
+int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	struct rules_opts o = { .rules = json_array() };
+	json_t *res = NULL, *p;
+	int r, n;
+
+	r = parse_opts(cmd, argc, argv, "rules no-default-rules allow-exec show-secrets", &o);
+	n = argc - optind;
+	if (r < 0 && n > 2)
+		r = up_cli_usage_error(cmd, "expected at most AGENT MODE");
+	if (r >= 0) {
+		json_decref(o.rules);
+		return r;
+	}
+	p = base_params(&o, n >= 1 ? argv[optind] : NULL, n == 2 ? argv[optind + 1] : NULL);
+	json_decref(o.rules);
+	(void)json_object_set_new(p, "show_secrets", json_boolean(o.show_secrets));
+	r = call(cli, "rules.render", p, &res);
+	if (r != 0)
+		return r;
+	up_print_json(res);
+	json_decref(res);
+	return UP_EXIT_OK;
+}
+
+int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	struct rules_opts o = { .rules = json_array() };
+	json_t *res = NULL, *files = json_array(), *f, *pr;
+	char cwd[PATH_MAX];
+	size_t i, j;
+	int r;
+
+	r = parse_opts(cmd, argc, argv, "json", &o);
+	json_decref(o.rules);
+	if (r < 0 && optind >= argc)
+		r = up_cli_usage_error(cmd, "expected at least one FILE");
+	if (r >= 0) {
+		json_decref(files);
+		return r;
+	}
+	for (int k = optind; k < argc; k++)
+		(void)json_array_append_new(files, json_string(argv[k]));
+	r = up_cli_call(cli, "rules.lint", json_pack("{s:o, s:s}", "files", files, "cwd",
+						    getcwd(cwd, sizeof(cwd)) ? cwd : "/"), &res);
+	if (r != 0)
+		return r;
+	if (o.json)
+		up_print_json(res);
+	else
+		json_array_foreach(json_object_get(res, "files"), i, f) {
+			json_t *problems = json_object_get(f, "problems");
+			if (json_array_size(problems) == 0)
+				printf("%s: ok, %lld rules\n", json_string_value(json_object_get(f, "file")),
+				       (long long)json_integer_value(json_object_get(f, "rules")));
+			json_array_foreach(problems, j, pr)
+				printf("%s\n", json_string_value(pr));
+		}
+	r = json_integer_value(json_object_get(res, "problems")) > 0 ? UP_EXIT_FAILED : UP_EXIT_OK;
+	json_decref(res);
+	return r;
+}

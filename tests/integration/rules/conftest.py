@@ -1,0 +1,96 @@
+"""Fixtures for the rules tests: uplinkd with a private Secret Service.
+
+A private dbus-daemon (our own child) and gnome-keyring-daemon started with
+--unlock on it, exactly as reference/real-components.md section 2 says; the
+keyring daemon exits by itself when its bus goes away.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from uplinktest import Daemon, wait_for
+
+PYTHON = "/usr/bin/python3"  # Debian's, which has the keyring module
+
+
+class Keyring:
+    def __init__(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="upk-", dir="/tmp"))
+        home, run = self.tmp / "home", self.tmp / "run"
+        home.mkdir(mode=0o700)
+        run.mkdir(mode=0o700)
+        self.env = dict(os.environ)
+        self.env.update({"HOME": str(home), "XDG_RUNTIME_DIR": str(run),
+                         "XDG_DATA_HOME": str(home / ".local" / "share"),
+                         "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus"})
+        self.env.pop("DISPLAY", None)
+        self.bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork",
+                                     f"--address=unix:path={run}/bus"], env=self.env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for((run / "bus").exists, what="the private bus")
+        subprocess.run(["gnome-keyring-daemon", "--unlock", "--components=secrets"],
+                       input=b"pass", env=self.env, check=True, capture_output=True, timeout=20)
+
+    def py(self, code):
+        return subprocess.run([PYTHON, "-c", code], env=self.env, check=True,
+                              capture_output=True, text=True, timeout=20).stdout
+
+    def set(self, service, user, value):
+        """Stores as Python's keyring does: `keyring set SERVICE USER`."""
+        self.py(f"import keyring; keyring.set_password({service!r}, {user!r}, {value!r})")
+
+    def lock(self):
+        self.py("import secretstorage\n"
+                "c = secretstorage.dbus_init()\n"
+                "for col in secretstorage.get_all_collections(c):\n"
+                "    col.lock()\n")
+
+    def close(self):
+        self.bus.terminate()
+        try:
+            self.bus.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.bus.kill()
+            self.bus.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def keyring():
+    k = Keyring()
+    yield k
+    k.close()
+
+
+@pytest.fixture(scope="module")
+def rules_daemon(keyring):
+    """uplinkd that sees the private keyring; one per test module."""
+    tmp = Path(tempfile.mkdtemp(prefix="upr-", dir="/tmp"))
+    tmp.chmod(0o755)
+    env = {k: keyring.env[k] for k in ("DBUS_SESSION_BUS_ADDRESS", "XDG_DATA_HOME")}
+    d = Daemon(tmp, env=env).start()
+    yield d
+    rc = d.stop()
+    logs = d.logs()
+    d.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert rc == 0, f"uplinkd exited {rc}; its log:\n{logs}"
+    assert "uplink-sentinel" not in logs, "a secret reached uplinkd's log"
+
+
+@pytest.fixture
+def rules_file(tmp_path):
+    """Writes a rules file (text) and returns its path."""
+    n = [0]
+
+    def make(text, name=None):
+        n[0] += 1
+        p = tmp_path / (name or f"rules{n[0]}.yaml")
+        p.write_text(text)
+        return p
+    return make
