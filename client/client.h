@@ -32,6 +32,7 @@ struct up_command {
 
 extern const struct up_command up_commands[];
 
+int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);

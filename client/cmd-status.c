@@ -6,6 +6,27 @@
 
 #include "client.h"
 
+static void print_cluster(const json_t *c)
+{
+	const char *state = json_string_value(json_object_get(c, "state"));
+	const char *error = json_string_value(json_object_get(c, "error"));
+
+	if (!c)
+		return;
+	printf("cluster:   %s", state ? state : "?");
+	if (json_object_get(c, "context"))
+		printf(", context %s", json_string_value(json_object_get(c, "context")));
+	if (json_object_get(c, "server"))
+		printf(" at %s", json_string_value(json_object_get(c, "server")));
+	if (json_object_get(c, "namespaces"))
+		printf(", %lld namespaces and %lld pods watched",
+		       (long long)json_integer_value(json_object_get(c, "namespaces")),
+		       (long long)json_integer_value(json_object_get(c, "pods")));
+	printf("\n");
+	if (error)
+		printf("           %s\n           see: uplink doctor\n", error);
+}
+
 static void print_status(const json_t *s)
 {
 	const json_t *conns = json_object_get(s, "connections");
@@ -24,6 +45,7 @@ static void print_status(const json_t *s)
 	       (long long)json_integer_value(json_object_get(conns, "requests_in_flight")),
 	       (long long)json_integer_value(json_object_get(conns, "requests_total")));
 	printf("watchdog:  %s\n", json_is_true(json_object_get(s, "watchdog")) ? "on" : "off");
+	print_cluster(json_object_get(s, "cluster"));
 }
 
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)

@@ -12,6 +12,17 @@ const struct up_command up_commands[] = {
 	  "[--json]",
 	  "Options:\n"
 	  "  --json    print the daemon's answer as JSON\n" },
+	{ "doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",
+	  "[--deploy-context NAME] [--kubeconfig PATHS] [--agent-runtime-class NAME] [--json]",
+	  "Options:\n"
+	  "  --deploy-context NAME       the kubeconfig context to deploy to (default local-k8s-admin;\n"
+	  "                              '' for the current-context)\n"
+	  "  --kubeconfig PATHS          kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
+	  "                              ~/.kube/config)\n"
+	  "  --agent-runtime-class NAME  the RuntimeClass agent pods use (default kata-clh)\n"
+	  "  --json                      print the checks as JSON\n"
+	  "\nEach check is ok, warn, fail or skip; warn and fail say how to fix them.\n"
+	  "Exit status: 0 when nothing failed, 1 when a check failed, 3 when uplinkd is not running.\n" },
 	{ "rules check", up_cmd_rules_check, "Show which rule allows a request, or that none does.",
 	  "[--rules FILE]... [--no-default-rules] [--allow-exec] [--json] [AGENT [MODE]] METHOD URL",
 	  "Loads the rules a run would get (agent auth rules, your --rules files in order, the\n"

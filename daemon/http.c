@@ -281,6 +281,8 @@ static void finish(struct up_http_req *r, CURLcode code)
 	}
 	res.body = r->resp ? r->resp : "";
 	res.body_len = r->resp_len;
+	/* Detached first: the callback may free the whole client, and up_http_free() must not free r too. */
+	up_list_remove(&r->link);
 	r->done(r, &res, r->ud);
 	req_free(r);
 }
@@ -402,7 +404,9 @@ static int configure(struct up_http_req *r, const struct up_http_opts *o)
 		(void)curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		(void)curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)UP_HTTP_STREAM_IDLE_S);
 	}
-	if (o->method && strcmp(o->method, "GET") != 0)
+	if (o->method && strcmp(o->method, "HEAD") == 0)
+		(void)curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	else if (o->method && strcmp(o->method, "GET") != 0)
 		(void)curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, o->method);
 	if (o->body) {
 		r->body = malloc(o->body_len + 1);
@@ -412,7 +416,7 @@ static int configure(struct up_http_req *r, const struct up_http_opts *o)
 		(void)curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
 		(void)curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
 	}
-	k = add_header(r, "Accept", "application/json");
+	k = add_header(r, "Accept", o->accept ? o->accept : "application/json");
 	if (k >= 0 && o->content_type)
 		k = add_header(r, "Content-Type", o->content_type);
 	if (k >= 0 && o->bearer) {

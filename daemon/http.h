@@ -28,9 +28,10 @@ struct up_http_tls {
 };
 
 struct up_http_opts {
-	const char *method; /* "GET" when NULL */
+	const char *method; /* "GET" when NULL; "HEAD" asks for no body */
 	const char *url;
 	const char *content_type;
+	const char *accept; /* "application/json" when NULL */
 	const char *body; /* copied */
 	size_t body_len;
 	const char *bearer; /* "Authorization: Bearer ..." (never logged) */
@@ -58,7 +59,10 @@ typedef void (*up_http_done_fn)(struct up_http_req *req, const struct up_http_re
 typedef int (*up_http_line_fn)(struct up_http_req *req, const char *line, size_t len, void *ud);
 
 int up_http_new(uv_loop_t *loop, struct up_http **ret) _wur_;
-/* Cancels every request (no callbacks) and closes the handles; the loop finishes the job. */
+/*
+ * Cancels every request (no callbacks) and closes the handles; the loop finishes the
+ * job. It may be called from a request's done callback, not from a line callback.
+ */
 void up_http_free(struct up_http *h);
 int up_http_start(struct up_http *h, const struct up_http_opts *o, up_http_done_fn done,
 		  up_http_line_fn line, void *ud, struct up_http_req **ret) _wur_;

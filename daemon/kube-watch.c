@@ -18,6 +18,7 @@ struct up_kube_watch {
 	json_t *cache; /* key -> object */
 	char rv[64];
 	bool synced, relist;
+	bool failing; /* the state callback was last told about an error */
 	unsigned failures;
 	unsigned lists, streams;
 	unsigned long events;
@@ -88,6 +89,7 @@ static void retry_later(struct up_kube_watch *w, const char *why)
 				    (uint32_t)uv_hrtime(), -1);
 
 	log_debug("Watch of %s: %s; again in %llu ms", w->kind, why, (unsigned long long)ms);
+	w->failing = true;
 	if (w->state)
 		w->state(why, w->ud);
 	(void)uv_timer_start(w->timer, on_retry, ms, 0);
@@ -144,6 +146,7 @@ static void on_list(const struct up_kube_error *err, json_t *list, void *ud)
 	apply_list(w, json_object_get(list, "items"));
 	w->relist = false;
 	w->failures = 0;
+	w->failing = false;
 	if (!w->synced) {
 		w->synced = true;
 		log_debug("Watch of %s: %zu objects at resourceVersion %s", w->kind,
@@ -171,6 +174,13 @@ static int on_line(const char *line, size_t len, void *ud)
 	char key[320];
 	int r = 0;
 
+	w->failures = 0;
+	if (w->failing) {
+		/* A reconnected stream delivers again: the cache is current once more. */
+		w->failing = false;
+		if (w->state)
+			w->state(NULL, w->ud);
+	}
 	if (!type || !json_is_object(obj)) {
 		log_warning("Watch of %s: an event that is not one (%zu bytes), re-listing", w->kind, len);
 		w->relist = true;
@@ -210,6 +220,10 @@ static void on_stream_end(const struct up_kube_error *err, json_t *obj, void *ud
 		w->relist = true;
 	if (w->relist) {
 		start_list(w);
+	} else if (err && err->r != -ESTALE && w->failures == 0 && err->code == 0) {
+		/* A stream that worked was dropped: reconnect at once; only a failed reconnect is a failure. */
+		w->failures++;
+		start_stream(w);
 	} else if (err && err->r != -ESTALE) {
 		retry_later(w, err->message);
 	} else {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bounds.h"
+#include "cluster.h"
 #include "log.h"
 #include "paths.h"
 #include "protocol.h"
@@ -26,6 +27,7 @@
 #define UP_SHUTDOWN_FLUSH_MS 3000
 
 struct up_manager {
+	struct up_cluster *cluster;
 	uv_loop_t loop;
 	bool loop_ready;
 	struct up_rpc *rpc;
@@ -65,6 +67,13 @@ int up_manager_new(struct up_manager **ret)
 	*ret = m;
 	return 0;
 }
+
+/* Every RPC domain, registered at start-up. */
+static int (*const rpc_domains[])(struct up_rpc *rpc, struct up_manager *m) = {
+	up_rpc_daemon_register,
+	up_rpc_rules_register,
+	up_rpc_doctor_register,
+};
 
 static int take_lock(struct up_manager *m)
 {
@@ -202,11 +211,11 @@ int up_manager_start(struct up_manager *m)
 	r = take_lock(m);
 	if (r < 0)
 		return r;
-	r = up_rpc_daemon_register(m->rpc, m);
-	if (r >= 0)
-		r = up_rpc_rules_register(m->rpc, m);
-	if (r < 0)
-		return log_error_errno(r, "Cannot register the RPC methods");
+	for (size_t i = 0; i < ELEMENTSOF(rpc_domains); i++) {
+		r = rpc_domains[i](m->rpc, m);
+		if (r < 0)
+			return log_error_errno(r, "Cannot register the RPC methods");
+	}
 	r = up_server_new(&m->loop, m->rpc, &m->server);
 	if (r < 0)
 		return log_error_errno(r, "Cannot set up the server");
@@ -224,6 +233,10 @@ int up_manager_start(struct up_manager *m)
 	r = arm_handles(m);
 	if (r < 0)
 		return r;
+	/* The deploy cluster loads in the background; the daemon serves meanwhile. */
+	r = up_cluster_new(&m->loop, NULL, getenv("UPLINK_DEPLOY_CONTEXT"), &m->cluster);
+	if (r < 0)
+		log_warning_errno(r, "Cannot start loading the deploy cluster, ignoring");
 	log_info("Listening on %s%s", m->socket_path, m->activated ? " (socket-activated)" : "");
 	(void)sd_notifyf(0, "READY=1\nSTATUS=Listening on %s", m->socket_path);
 	return 0;
@@ -248,6 +261,8 @@ void up_manager_stop(struct up_manager *m, const char *why)
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
 	if (m->server)
 		up_server_shutdown(m->server);
+	up_cluster_free(m->cluster);
+	m->cluster = NULL;
 	if (m->handles_ready) {
 		uv_close((uv_handle_t *)&m->sig_term, NULL);
 		uv_close((uv_handle_t *)&m->sig_int, NULL);
@@ -274,6 +289,11 @@ void up_manager_get_info(const struct up_manager *m, struct up_manager_info *inf
 		.requests_inflight = up_rpc_inflight(m->rpc),
 		.watchdog = m->watchdog_usec > 0,
 	};
+}
+
+struct up_cluster *up_manager_cluster(struct up_manager *m)
+{
+	return m->cluster;
 }
 
 uv_loop_t *up_manager_loop(struct up_manager *m)

@@ -39,3 +39,8 @@ uv_loop_t *up_manager_loop(struct up_manager *m);
 struct up_rpc;
 int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+int up_rpc_doctor_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+
+/* The deploy cluster (NULL while stopping). */
+struct up_cluster;
+struct up_cluster *up_manager_cluster(struct up_manager *m);

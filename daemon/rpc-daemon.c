@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "manager.h"
 #include "protocol.h"
@@ -60,6 +61,8 @@ static int rpc_status(struct up_request *req, void *params, void *userdata)
 		      "requests_total", (json_int_t)info.requests_total);
 	if (!r)
 		return -ENOMEM;
+	if (up_manager_cluster(userdata))
+		(void)json_object_set_new(r, "cluster", up_cluster_status(up_manager_cluster(userdata)));
 	up_request_reply(req, r);
 	return 0;
 }

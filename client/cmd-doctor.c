@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* uplink doctor */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+
+static const char *mark(const char *status, bool tty)
+{
+	static const struct {
+		const char *status, *plain, *colour;
+	} marks[] = {
+		{ "ok", "[ ok ]", "\033[32m[ ok ]\033[0m" },
+		{ "warn", "[warn]", "\033[33m[warn]\033[0m" },
+		{ "fail", "[FAIL]", "\033[31m[FAIL]\033[0m" },
+		{ "skip", "[skip]", "\033[2m[skip]\033[0m" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(marks); i++)
+		if (strcmp(marks[i].status, status) == 0)
+			return tty ? marks[i].colour : marks[i].plain;
+	return "[ ?? ]";
+}
+
+static void print_checks(const json_t *result)
+{
+	bool tty = isatty(STDOUT_FILENO);
+	json_t *checks = json_object_get(result, "checks"), *c;
+	size_t i;
+
+	json_array_foreach(checks, i, c) {
+		const char *fix = json_string_value(json_object_get(c, "fix"));
+		const char *status = json_string_value(json_object_get(c, "status"));
+
+		printf("%s %-15s %s\n", mark(status, tty), json_string_value(json_object_get(c, "name")),
+		       json_string_value(json_object_get(c, "detail")));
+		if (fix && strcmp(status, "ok") != 0)
+			printf("       %-15s fix: %s\n", "", fix);
+	}
+}
+
+int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "deploy-context", required_argument, NULL, 'c' },
+		{ "kubeconfig", required_argument, NULL, 'k' },
+		{ "agent-runtime-class", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *context = NULL, *kubeconfig = NULL, *runtime_class = NULL;
+	json_t *result = NULL;
+	int json = 0, c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'c': context = optarg; break;
+		case 'k': kubeconfig = optarg; break;
+		case 'r': runtime_class = optarg; break;
+		case 'h': up_cli_command_help(cmd, stdout); return UP_EXIT_OK;
+		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	r = up_cli_call(cli, "doctor.run",
+			json_pack("{s:s?, s:s?, s:s?}", "deploy_context", context, "kubeconfig",
+				  kubeconfig, "runtime_class", runtime_class),
+			&result);
+	if (r != 0)
+		return r;
+	if (json)
+		up_print_json(result);
+	else
+		print_checks(result);
+	r = json_is_true(json_object_get(result, "ok")) ? UP_EXIT_OK : UP_EXIT_FAILED;
+	json_decref(result);
+	return r;
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cluster.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define UP_MANAGED_SELECTOR "managed-by=agent-uplink"
+
+enum cluster_state { CLUSTER_LOADING, CLUSTER_SYNCING, CLUSTER_READY, CLUSTER_FAILING, CLUSTER_UNAVAILABLE };
+
+static const char *const state_names[] = {
+	[CLUSTER_LOADING] = "loading",
+	[CLUSTER_SYNCING] = "syncing",
+	[CLUSTER_READY] = "ready",
+	[CLUSTER_FAILING] = "failing",
+	[CLUSTER_UNAVAILABLE] = "unavailable",
+};
+
+struct up_cluster {
+	uv_loop_t *loop;
+	char *context;
+	struct up_kube *kube;
+	struct up_kube_watch *namespaces, *pods;
+	enum cluster_state state;
+	char error[1024];
+	bool loading, freed;
+};
+
+struct load_work {
+	uv_work_t work;
+	char *paths, *context;
+	struct up_kube_context *ctx;
+	char error[1024];
+	int r;
+	up_kubeconfig_loaded_fn cb;
+	void *ud;
+};
+
+static void load_run(uv_work_t *w)
+{
+	struct load_work *l = w->data;
+
+	l->r = up_kubeconfig_load(l->paths, l->context, &l->ctx, l->error, sizeof(l->error));
+}
+
+static void load_after(uv_work_t *w, int status)
+{
+	struct load_work *l = w->data;
+
+	(void)status;
+	l->cb(l->r, l->r < 0 ? l->error : NULL, l->ctx, l->ud);
+	free(l->paths);
+	free(l->context);
+	free(l);
+}
+
+int up_kubeconfig_load_async(uv_loop_t *loop, const char *paths, const char *context,
+			     up_kubeconfig_loaded_fn cb, void *ud)
+{
+	struct load_work *l = calloc(1, sizeof(*l));
+	int r;
+
+	if (!l)
+		return -ENOMEM;
+	l->paths = paths ? strdup(paths) : NULL;
+	l->context = context ? strdup(context) : NULL;
+	l->cb = cb;
+	l->ud = ud;
+	l->work.data = l;
+	r = uv_queue_work(loop, &l->work, load_run, load_after);
+	if (r < 0) {
+		free(l->paths);
+		free(l->context);
+		free(l);
+	}
+	return r;
+}
+
+static void set_state(struct up_cluster *c, enum cluster_state s, const char *error)
+{
+	if (c->state != s)
+		log_debug("Cluster %s: %s -> %s", c->context ? c->context : "(default)",
+			  state_names[c->state], state_names[s]);
+	c->state = s;
+	(void)snprintf(c->error, sizeof(c->error), "%s", error ? error : "");
+}
+
+static void update_sync(struct up_cluster *c)
+{
+	if (c->state == CLUSTER_FAILING)
+		return;
+	if (up_kube_watch_synced(c->namespaces) && up_kube_watch_synced(c->pods))
+		set_state(c, CLUSTER_READY, NULL);
+}
+
+static void on_watch_state(const char *error, void *ud)
+{
+	struct up_cluster *c = ud;
+
+	if (error) {
+		if (c->state != CLUSTER_FAILING)
+			log_warning("The deploy cluster is not answering as it should: %s", error);
+		set_state(c, CLUSTER_FAILING, error);
+		return;
+	}
+	if (c->state == CLUSTER_FAILING)
+		log_info("The deploy cluster answers again");
+	c->state = CLUSTER_SYNCING;
+	update_sync(c);
+}
+
+static void on_loaded(int r, const char *error, struct up_kube_context *ctx, void *ud)
+{
+	struct up_cluster *c = ud;
+
+	c->loading = false;
+	if (c->freed) {
+		up_kube_context_free(ctx);
+		free(c->context);
+		free(c);
+		return;
+	}
+	if (r < 0) {
+		log_warning("No deploy cluster: %s", error);
+		set_state(c, CLUSTER_UNAVAILABLE, error);
+		return;
+	}
+	log_info("Deploy context %s: %s", ctx->name, ctx->server);
+	free(c->context);
+	c->context = strdup(ctx->name);
+	r = up_kube_new(c->loop, ctx, &c->kube);
+	if (r < 0) {
+		up_kube_context_free(ctx);
+		set_state(c, CLUSTER_UNAVAILABLE, strerror(-r));
+		return;
+	}
+	set_state(c, CLUSTER_SYNCING, NULL);
+	r = up_kube_watch_new(c->kube, "Namespace", UP_MANAGED_SELECTOR, NULL, on_watch_state, c,
+			      &c->namespaces);
+	if (r >= 0)
+		r = up_kube_watch_new(c->kube, "Pod", UP_MANAGED_SELECTOR, NULL, on_watch_state, c,
+				      &c->pods);
+	if (r < 0)
+		set_state(c, CLUSTER_UNAVAILABLE, strerror(-r));
+}
+
+int up_cluster_new(uv_loop_t *loop, const char *kubeconfig, const char *context,
+		   struct up_cluster **ret)
+{
+	struct up_cluster *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->context = context ? strdup(context) : NULL;
+	c->state = CLUSTER_LOADING;
+	c->loading = true;
+	r = up_kubeconfig_load_async(loop, kubeconfig, context, on_loaded, c);
+	if (r < 0) {
+		free(c->context);
+		free(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+void up_cluster_free(struct up_cluster *c)
+{
+	if (!c)
+		return;
+	up_kube_watch_free(c->namespaces);
+	up_kube_watch_free(c->pods);
+	up_kube_free(c->kube);
+	c->namespaces = c->pods = NULL;
+	c->kube = NULL;
+	if (c->loading) {
+		c->freed = true; /* on_loaded() finishes the job */
+		return;
+	}
+	free(c->context);
+	free(c);
+}
+
+json_t *up_cluster_status(const struct up_cluster *c)
+{
+	const struct up_kube_context *ctx = c->kube ? up_kube_get_context(c->kube) : NULL;
+	json_t *s = json_pack("{s:s?, s:s?, s:s}", "context", c->context, "server",
+			      ctx ? ctx->server : NULL, "state", state_names[c->state]);
+
+	if (c->error[0])
+		(void)json_object_set_new(s, "error", json_string(c->error));
+	if (c->namespaces)
+		(void)json_object_set_new(s, "namespaces",
+					  json_integer((json_int_t)json_object_size(up_kube_watch_cache(c->namespaces))));
+	if (c->pods)
+		(void)json_object_set_new(s, "pods",
+					  json_integer((json_int_t)json_object_size(up_kube_watch_cache(c->pods))));
+	return s;
+}
+
+struct up_kube *up_cluster_kube(const struct up_cluster *c)
+{
+	return c->state == CLUSTER_LOADING || c->state == CLUSTER_UNAVAILABLE ? NULL : c->kube;
+}
+
+struct up_kube_watch *up_cluster_namespaces(const struct up_cluster *c)
+{
+	return c->namespaces;
+}
+
+struct up_kube_watch *up_cluster_pods(const struct up_cluster *c)
+{
+	return c->pods;
+}

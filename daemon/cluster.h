@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "kube-watch.h"
+#include "kube.h"
+#include "util.h"
+
+/*
+ * The deploy cluster as the daemon sees it: the kubeconfig context loaded off the
+ * loop, one Kubernetes client, and the two shared watches (namespaces and pods
+ * labelled managed-by=agent-uplink) whose caches answer without a round trip.
+ * When the context cannot be loaded the daemon runs on and says why.
+ */
+struct up_cluster;
+
+/* kubeconfig: NULL for $KUBECONFIG or ~/.kube/config; context: NULL for the default. */
+int up_cluster_new(uv_loop_t *loop, const char *kubeconfig, const char *context,
+		   struct up_cluster **ret) _wur_;
+void up_cluster_free(struct up_cluster *c);
+
+/* {context, server, state, error?, namespaces, pods} for daemon.status. */
+json_t *up_cluster_status(const struct up_cluster *c);
+/* NULL until the context has loaded. */
+struct up_kube *up_cluster_kube(const struct up_cluster *c);
+struct up_kube_watch *up_cluster_namespaces(const struct up_cluster *c);
+struct up_kube_watch *up_cluster_pods(const struct up_cluster *c);
+
+/* Loads a kubeconfig context on the threadpool; exactly one callback. */
+typedef void (*up_kubeconfig_loaded_fn)(int r, const char *error, struct up_kube_context *ctx,
+					void *ud);
+int up_kubeconfig_load_async(uv_loop_t *loop, const char *paths, const char *context,
+			     up_kubeconfig_loaded_fn cb, void *ud) _wur_;
