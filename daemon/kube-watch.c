@@ -2,6 +2,7 @@
 #include "kube-watch.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,43 @@ static int key_of(json_t *obj, char *buf, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
+/*
+ * What the cache keeps of an object: the fields the daemon reads (identity, labels,
+ * annotations, lifecycle, status), not the rest. A pod's spec and managedFields are
+ * most of it, and jansson spends about fifteen bytes of memory per byte of JSON.
+ */
+static const char *const kept_metadata[] = {
+	"name", "namespace", "uid", "resourceVersion", "labels", "annotations",
+	"creationTimestamp", "deletionTimestamp", NULL,
+};
+static const char *const kept_spec[] = { "nodeName", "runtimeClassName", NULL };
+static const char *const kept_status[] = {
+	"phase", "reason", "message", "conditions", "containerStatuses", "initContainerStatuses",
+	"startTime", NULL,
+};
+
+static void keep_only(json_t *obj, const char *const *keys)
+{
+	const char *key;
+	json_t *v;
+	void *tmp;
+
+	json_object_foreach_safe(obj, tmp, key, v) {
+		size_t i = 0;
+		while (keys[i] && strcmp(keys[i], key) != 0)
+			i++;
+		if (!keys[i])
+			(void)json_object_del(obj, key);
+	}
+}
+
+static void trim(json_t *obj)
+{
+	keep_only(json_object_get(obj, "metadata"), kept_metadata);
+	keep_only(json_object_get(obj, "spec"), kept_spec);
+	keep_only(json_object_get(obj, "status"), kept_status);
+}
+
 static const char *rv_of(json_t *obj)
 {
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
@@ -106,6 +144,7 @@ static void apply_list(struct up_kube_watch *w, json_t *items)
 
 	json_array_foreach(items, i, obj) {
 		if (key_of(obj, k, sizeof(k)) == 0) {
+			trim(obj);
 			/* List items carry no kind; the watch events do. Keep them alike. */
 			(void)json_object_set_new(obj, "kind", json_string(w->kind));
 			(void)json_object_set(fresh, k, obj);
@@ -144,6 +183,8 @@ static void on_list(const struct up_kube_error *err, json_t *list, void *ud)
 	w->lists++;
 	set_rv(w, json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
 	apply_list(w, json_object_get(list, "items"));
+	/* A list is parsed whole, then trimmed to what the cache keeps: return the peak. */
+	(void)malloc_trim(0);
 	w->relist = false;
 	w->failures = 0;
 	w->failing = false;
@@ -194,6 +235,7 @@ static int on_line(const char *line, size_t len, void *ud)
 		w->relist = true;
 		r = -ESTALE;
 	} else if (key_of(obj, key, sizeof(key)) == 0) {
+		trim(obj);
 		set_rv(w, rv_of(obj));
 		if (strcmp(type, "DELETED") == 0) {
 			json_t *old = json_incref(json_object_get(w->cache, key));

@@ -9,7 +9,9 @@
 
 /*
  * A list-then-watch of one kind with a label selector, kept in an in-memory cache
- * that later modules read without a round trip. Resumes from the last
+ * that later modules read without a round trip. The cache keeps a projection of each
+ * object (metadata identity, labels, annotations, lifecycle; spec.nodeName and
+ * runtimeClassName; status phase, conditions and container statuses). Resumes from the last
  * resourceVersion, asks for bookmarks, re-lists on 410 Gone or an ERROR event
  * (reporting what changed meanwhile as events), reconnects with backoff.
  */
