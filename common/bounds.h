@@ -89,3 +89,9 @@
 #define UP_WATCH_TIMEOUT_S 300
 #define UP_WATCH_BACKOFF_BASE_MS 500
 #define UP_WATCH_BACKOFF_CAP_MS 30000
+
+/* Durations (--older-than, --ttl, --idle-timeout): nothing longer than ten years. */
+#define UP_MAX_DURATION_S (3650ull * 86400)
+/* Session records on disk: size of one, and how many are loaded at start-up. */
+#define UP_MAX_RECORD_SIZE (64 * 1024)
+#define UP_MAX_RECORDS 10000
