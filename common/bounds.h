@@ -95,3 +95,15 @@
 /* Session records on disk: size of one, and how many are loaded at start-up. */
 #define UP_MAX_RECORD_SIZE (64 * 1024)
 #define UP_MAX_RECORDS 10000
+/* Agent images: an agent's build context (entries, bytes, folder depth) and docker's output. */
+#define UP_IMAGE_CONTEXT_MAX_FILES 10000
+#define UP_IMAGE_CONTEXT_MAX_BYTES (256u * 1024 * 1024)
+#define UP_IMAGE_CONTEXT_MAX_DEPTH 32
+#define UP_IMAGE_LOG_LINE_MAX 4096            /* one line of docker output; longer ones are cut */
+#define UP_IMAGE_LOG_QUEUE_MAX (4 * 1024 * 1024) /* log bytes waiting for the disk; past it, dropped */
+#define UP_IMAGE_ERROR_TAIL_LINES 8           /* last lines of output quoted in an error */
+#define UP_IMAGE_REGISTRY_TIMEOUT_MS 15000    /* the HEAD for a tag */
+#define UP_IMAGE_BUILD_TIMEOUT_MS (60 * 60 * 1000)
+#define UP_IMAGE_PUSH_TIMEOUT_MS (30 * 60 * 1000)
+#define UP_IMAGE_PROBE_TIMEOUT_MS 10000       /* `docker buildx version` */
+#define UP_IMAGE_MAX_PUSH_LAYERS 256          /* layers counted for push progress */
