@@ -95,6 +95,7 @@
 /* Session records on disk: size of one, and how many are loaded at start-up. */
 #define UP_MAX_RECORD_SIZE (64 * 1024)
 #define UP_MAX_RECORDS 10000
+
 /* Agent images: an agent's build context (entries, bytes, folder depth) and docker's output. */
 #define UP_IMAGE_CONTEXT_MAX_FILES 10000
 #define UP_IMAGE_CONTEXT_MAX_BYTES (256u * 1024 * 1024)
@@ -107,3 +108,13 @@
 #define UP_IMAGE_PUSH_TIMEOUT_MS (30 * 60 * 1000)
 #define UP_IMAGE_PROBE_TIMEOUT_MS 10000       /* `docker buildx version` */
 #define UP_IMAGE_MAX_PUSH_LAYERS 256          /* layers counted for push progress */
+
+/* Per-session mitm CA: validity starts this long before now (clock skew between host and
+ * cluster), ends this long after the session expires, and never spans more than this. */
+#define UP_CA_BACKDATE_S 3600
+#define UP_CA_EXPIRY_MARGIN_S 3600
+#define UP_CA_MAX_LIFETIME_S (366 * 86400)
+
+/* Kubernetes templates (the YAML files in manifests/): size of one; the mitm addon source. */
+#define UP_MAX_TEMPLATE_SIZE (256 * 1024)
+#define UP_MAX_ADDON_SOURCE (1024 * 1024)

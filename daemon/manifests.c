@@ -1,0 +1,796 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A session's Kubernetes objects: YAML templates filled in by code, field by field. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "ca.h"
+#include "config.h"
+#include "fileio.h"
+#include "manifests.h"
+#include "yaml-json.h"
+
+enum tpl {
+	TPL_NAMESPACE,
+	TPL_SECRET,
+	TPL_CONFIGMAP,
+	TPL_NP_DENY,
+	TPL_NP_AGENT,
+	TPL_NP_AGENT_DNS,
+	TPL_NP_MITM,
+	TPL_MITM_POD,
+	TPL_MITM_SVC,
+	TPL_AGENT_POD,
+	TPL_SYS_NAMESPACE,
+	TPL_REGISTRY,
+	TPL_REGISTRY_SVC,
+	_TPL_MAX,
+};
+
+/* Each template, its kind (NULL: a fragment) and the paths the code fills in or extends. */
+static const struct {
+	const char *file;
+	const char *kind;
+	const char *need[4];
+} templates[_TPL_MAX] = {
+	[TPL_NAMESPACE] = { "namespace.yaml", "Namespace", { "metadata.labels" } },
+	[TPL_SECRET] = { "secret.yaml", "Secret", { "metadata.labels" } },
+	[TPL_CONFIGMAP] = { "configmap.yaml", "ConfigMap", { "metadata.labels" } },
+	[TPL_NP_DENY] = { "netpol-default-deny.yaml", "NetworkPolicy", { "metadata.labels" } },
+	[TPL_NP_AGENT] = { "netpol-agent-egress.yaml", "NetworkPolicy",
+			   { "metadata.labels", "spec.egress" } },
+	[TPL_NP_AGENT_DNS] = { "agent-egress-dns.yaml", NULL, { "to", "ports" } },
+	[TPL_NP_MITM] = { "netpol-mitm.yaml", "NetworkPolicy", { "metadata.labels" } },
+	[TPL_MITM_POD] = { "mitm-pod.yaml", "Pod",
+			   { "metadata.labels", "spec.containers.0.volumeMounts", "spec.volumes" } },
+	[TPL_MITM_SVC] = { "mitm-service.yaml", "Service", { "metadata.labels" } },
+	[TPL_AGENT_POD] = { "agent-pod.yaml", "Pod",
+			    { "metadata.labels", "spec.containers.0.env",
+			      "spec.containers.0.volumeMounts", "spec.volumes" } },
+	[TPL_SYS_NAMESPACE] = { "system-namespace.yaml", "Namespace", { "metadata" } },
+	[TPL_REGISTRY] = { "registry-deployment.yaml", "Deployment",
+			   { "spec.template.spec.containers.0" } },
+	[TPL_REGISTRY_SVC] = { "registry-service.yaml", "Service", { "metadata" } },
+};
+
+struct up_manifests {
+	json_t *tpl[_TPL_MAX];
+	char *addon;
+};
+
+/* Rendering state: the spec, the objects so far, the error sentence. */
+struct render {
+	const struct up_manifests *m;
+	const struct up_session_spec *s;
+	char ns[sizeof(UP_SESSION_NS_PREFIX) + UP_SESSION_ID_LEN];
+	json_t *objects;
+	char *err;
+	size_t err_len;
+};
+
+static int _printf_(3, 4) failf(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* "spec.containers.0.env": objects by key, arrays by index. */
+static json_t *dig(json_t *v, const char *path)
+{
+	char buf[256], *save = NULL;
+
+	(void)snprintf(buf, sizeof(buf), "%s", path);
+	for (char *t = strtok_r(buf, ".", &save); v && t; t = strtok_r(NULL, ".", &save))
+		v = isdigit((unsigned char)*t) ? json_array_get(v, strtoul(t, NULL, 10))
+					       : json_object_get(v, t);
+	return v;
+}
+
+static int put(json_t *o, const char *key, json_t *v)
+{
+	return json_object_set_new(o, key, v) == 0 ? 0 : -ENOMEM;
+}
+
+static int push(json_t *a, json_t *v)
+{
+	return json_array_append_new(a, v) == 0 ? 0 : -ENOMEM;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+int up_manifests_default_dir(char *buf, size_t len)
+{
+	const char *env = getenv("UPLINK_DATA_DIR");
+	int n = snprintf(buf, len, "%s/manifests", env && *env ? env : UP_PKGDATADIR);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+static int load_one(struct up_manifests *m, const char *dir, enum tpl t, char *err, size_t len)
+{
+	_cleanup_(freep) char *text = NULL;
+	char path[PATH_MAX], yerr[256];
+	size_t n;
+	int r;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, templates[t].file) >= sizeof(path))
+		return failf(err, len, "template folder %s: path too long", dir);
+	r = up_read_file(path, UP_MAX_TEMPLATE_SIZE, &text, &n);
+	if (r < 0)
+		return snprintf(err, len, "cannot read template %s: %s", path, strerror(-r)), r;
+	r = up_yaml_load(text, n, &m->tpl[t], yerr, sizeof(yerr));
+	if (r < 0)
+		return failf(err, len, "template %s is not valid YAML: %s", path, yerr);
+	const char *kind = json_string_value(json_object_get(m->tpl[t], "kind"));
+	if (!json_is_object(m->tpl[t]) || (templates[t].kind && (!kind || !streq(kind, templates[t].kind))))
+		return failf(err, len, "template %s is not a %s", path,
+			     templates[t].kind ? templates[t].kind : "mapping");
+	for (size_t i = 0; i < ELEMENTSOF(templates[t].need) && templates[t].need[i]; i++)
+		if (!dig(m->tpl[t], templates[t].need[i]))
+			return failf(err, len, "template %s lacks %s", path, templates[t].need[i]);
+	return 0;
+}
+
+int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, size_t err_len)
+{
+	_cleanup_(up_manifests_freep) struct up_manifests *m = NULL;
+	char def[PATH_MAX], path[PATH_MAX];
+	size_t n;
+	int r;
+
+	if (!dir) {
+		if (up_manifests_default_dir(def, sizeof(def)) < 0)
+			return failf(err, err_len, "$UPLINK_DATA_DIR is too long");
+		dir = def;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (int t = 0; t < _TPL_MAX; t++)
+		if ((r = load_one(m, dir, (enum tpl)t, err, err_len)) < 0)
+			return r;
+	if ((size_t)snprintf(path, sizeof(path), "%s/mitm/filter.py", dir) >= sizeof(path))
+		return failf(err, err_len, "template folder %s: path too long", dir);
+	r = up_read_file(path, UP_MAX_ADDON_SOURCE, &m->addon, &n);
+	if (r < 0)
+		return snprintf(err, err_len, "cannot read the mitm addon %s: %s", path, strerror(-r)),
+		       r;
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+struct up_manifests *up_manifests_free(struct up_manifests *m)
+{
+	if (!m)
+		return NULL;
+	for (int t = 0; t < _TPL_MAX; t++)
+		json_decref(m->tpl[t]);
+	free(m->addon);
+	free(m);
+	return NULL;
+}
+
+void up_manifests_freep(struct up_manifests **m)
+{
+	*m = up_manifests_free(*m);
+}
+
+const char *up_manifests_addon(const struct up_manifests *m)
+{
+	return m->addon;
+}
+
+/* ---------------------------------------------------------------- checking the spec */
+
+static bool is_hex_id(const char *s)
+{
+	if (!s || strlen(s) != UP_SESSION_ID_LEN)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s) && !(*s >= 'a' && *s <= 'f'))
+			return false;
+	return true;
+}
+
+/* DNS-1123 label: what volume, Secret and ConfigMap names here must be. */
+static bool is_dns_label(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* DNS-1123 subdomain (runtime class names). */
+static bool is_dns_subdomain(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 253 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-' &&
+		    s[i] != '.')
+			return false;
+	return true;
+}
+
+static bool is_label_value(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
+			return false;
+	return true;
+}
+
+/* Env names and config keys as the API server takes them: [-._a-zA-Z0-9]+. */
+static bool is_key(const char *s, bool env)
+{
+	if (!s || !*s || strlen(s) > 253 || (env && isdigit((unsigned char)*s)))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("-._", *s))
+			return false;
+	return true;
+}
+
+static bool is_abs(const char *p)
+{
+	return p && p[0] == '/' && !strstr(p, "/../") && strlen(p) < PATH_MAX;
+}
+
+static bool is_ip(const char *s)
+{
+	unsigned char buf[16];
+
+	return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
+}
+
+static bool reserved_volume(const char *n)
+{
+	static const char *const names[] = { "uplink-ca", UP_MANIFEST_ADDON_CONFIGMAP,
+					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET };
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (streq(n, names[i]))
+			return true;
+	return false;
+}
+
+static int check_volume(const struct up_session_spec *s, size_t i, char *err, size_t len)
+{
+	const struct up_agent_volume *v = &s->contrib.volumes[i];
+
+	if (!is_dns_label(v->name) || reserved_volume(v->name))
+		return failf(err, len, "agent volume %zu: name '%s' is not a DNS label or is taken", i,
+			     v->name ? v->name : "(null)");
+	for (size_t j = 0; j < i; j++)
+		if (streq(s->contrib.volumes[j].name, v->name))
+			return failf(err, len, "agent volume '%s' is given twice", v->name);
+	if (v->mount_path && !is_abs(v->mount_path))
+		return failf(err, len, "agent volume '%s': mount path '%s' is not absolute", v->name,
+			     v->mount_path);
+	if (v->kind == UP_AGENT_VOL_HOSTPATH && (!is_abs(v->host_path) || !v->mount_path))
+		return failf(err, len, "agent volume '%s': a hostPath needs an absolute host path and a "
+			     "mount path", v->name);
+	if (v->kind == UP_AGENT_VOL_EMPTYDIR && !v->mount_path)
+		return failf(err, len, "agent volume '%s': an emptyDir needs a mount path", v->name);
+	for (size_t j = 0; j < v->n_files; j++) {
+		const struct up_agent_file *f = &v->files[j];
+		if (!is_key(f->key, false) || streq(f->key, ".") || streq(f->key, ".."))
+			return failf(err, len, "agent volume '%s': '%s' is not a valid key", v->name,
+				     f->key ? f->key : "(null)");
+		if (f->mount_path && !is_abs(f->mount_path))
+			return failf(err, len, "agent volume '%s': mount path '%s' is not absolute",
+				     v->name, f->mount_path);
+	}
+	return 0;
+}
+
+static int check_contrib(const struct up_session_spec *s, char *err, size_t len)
+{
+	int r;
+
+	for (size_t i = 0; i < s->contrib.n_env; i++)
+		if (!is_key(s->contrib.env[i].name, true) || !s->contrib.env[i].value)
+			return failf(err, len, "agent env %zu: '%s' is not a valid variable", i,
+				     s->contrib.env[i].name ? s->contrib.env[i].name : "(null)");
+	for (size_t i = 0; i < s->contrib.n_volumes; i++)
+		if ((r = check_volume(s, i, err, len)) < 0)
+			return r;
+	return 0;
+}
+
+static int check_spec(const struct up_session_spec *s, char *err, size_t len)
+{
+	const char *rc = s->agent_runtime_class;
+
+	if (!is_hex_id(s->id))
+		return failf(err, len, "session id '%s' is not 12 lowercase hex digits",
+			     s->id ? s->id : "(null)");
+	if (!is_label_value(s->owner))
+		return failf(err, len, "owner '%s' is not a valid label value",
+			     s->owner ? s->owner : "(null)");
+	if (s->created_at <= 0 || s->expires_at <= s->created_at)
+		return failf(err, len, "the session must expire after it was created");
+	if (!is_abs(s->cwd))
+		return failf(err, len, "cwd '%s' is not an absolute path", s->cwd ? s->cwd : "(null)");
+	if (!is_label_value(s->agent))
+		return failf(err, len, "agent name '%s' is not valid", s->agent ? s->agent : "(null)");
+	if (!s->user || !*s->user || !is_abs(s->home))
+		return failf(err, len, "the host user and an absolute home are required");
+	if (!s->agent_image || !*s->agent_image || !s->mitm_image || !*s->mitm_image)
+		return failf(err, len, "the agent and mitmproxy images are required");
+	if ((rc && *rc && !is_dns_subdomain(rc)) ||
+	    (s->mitm_runtime_class && *s->mitm_runtime_class &&
+	     !is_dns_subdomain(s->mitm_runtime_class)))
+		return failf(err, len, "a runtime class name is not a DNS subdomain");
+	if (!json_is_object(s->rules))
+		return failf(err, len, "the proxy rules document is missing");
+	if (!s->ca_cert_pem || !startswith(s->ca_cert_pem, "-----BEGIN CERTIFICATE-----") ||
+	    !s->ca_key_pem || !strstr(s->ca_key_pem, "PRIVATE KEY-----"))
+		return failf(err, len, "the session CA certificate and key are required");
+	if (s->mitm_cluster_ip && !is_ip(s->mitm_cluster_ip))
+		return failf(err, len, "mitm cluster IP '%s' is not an IP address", s->mitm_cluster_ip);
+	return check_contrib(s, err, len);
+}
+
+/* ---------------------------------------------------------------- building blocks */
+
+static json_t *b64(const void *data, size_t len)
+{
+	if (len > INT_MAX / 2)
+		return NULL;
+	char *out = malloc(4 * ((len + 2) / 3) + 1);
+	if (!out)
+		return NULL;
+	int n = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	json_t *s = json_stringn(out, (size_t)n);
+	up_free_secret(out, (size_t)n);
+	return s;
+}
+
+static int iso8601(json_t *o, const char *key, time_t t)
+{
+	struct tm tm;
+	char buf[32];
+
+	if (!gmtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		return -EINVAL;
+	return put(o, key, json_string(buf));
+}
+
+/* A template copy with name, namespace and the session's labels. */
+static json_t *object(struct render *c, enum tpl t, const char *name)
+{
+	json_t *o = json_deep_copy(c->m->tpl[t]);
+	json_t *meta = json_object_get(o, "metadata");
+	json_t *labels = json_object_get(meta, "labels");
+
+	if (!o || put(meta, "name", json_string(name)) < 0 ||
+	    (t != TPL_NAMESPACE && put(meta, "namespace", json_string(c->ns)) < 0) ||
+	    put(labels, "uplink.dev/session", json_string(c->s->id)) < 0 ||
+	    put(labels, "uplink.dev/owner", json_string(c->s->owner)) < 0)
+		return json_decref(o), NULL;
+	return o;
+}
+
+static int add(struct render *c, json_t *o)
+{
+	return o ? push(c->objects, o) : -ENOMEM;
+}
+
+/* A Secret (base64 data) or ConfigMap (text data; binaryData for what is not UTF-8). */
+static json_t *data_object(struct render *c, bool secret, const char *name)
+{
+	json_t *o = object(c, secret ? TPL_SECRET : TPL_CONFIGMAP, name);
+
+	if (o && put(o, "data", json_object()) < 0)
+		return json_decref(o), NULL;
+	return o;
+}
+
+static int data_put(json_t *o, bool secret, const char *key, const char *data, size_t len)
+{
+	json_t *v = secret ? NULL : json_stringn(data, len);
+
+	if (v)
+		return put(json_object_get(o, "data"), key, v);
+	json_t *bin = secret ? json_object_get(o, "data") : json_object_get(o, "binaryData");
+	if (!bin && (put(o, "binaryData", json_object()) < 0 || !(bin = json_object_get(o, "binaryData"))))
+		return -ENOMEM;
+	return (v = b64(data, len)) ? put(bin, key, v) : -ENOMEM;
+}
+
+static int env_add(json_t *env, const char *name, const char *value)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(env, i, e)
+		if (streq(json_string_value(json_object_get(e, "name")), name))
+			return -EEXIST;
+	return push(env, json_pack("{s:s, s:s}", "name", name, "value", value));
+}
+
+static json_t *strv(const char *const *v)
+{
+	json_t *a = json_array();
+
+	for (; a && v && *v; v++)
+		if (push(a, json_string(*v)) < 0)
+			return json_decref(a), NULL;
+	return a;
+}
+
+/* ---------------------------------------------------------------- the objects */
+
+static int render_namespace(struct render *c)
+{
+	json_t *ns = object(c, TPL_NAMESPACE, c->ns);
+	json_t *ann = json_object();
+
+	if (!ns || !ann || put(json_object_get(ns, "metadata"), "annotations", ann) < 0)
+		return json_decref(ns), -ENOMEM;
+	if (iso8601(ann, "uplink.dev/created-at", c->s->created_at) < 0 ||
+	    iso8601(ann, "uplink.dev/expires-at", c->s->expires_at) < 0 ||
+	    put(ann, "uplink.dev/cwd", json_string(c->s->cwd)) < 0 ||
+	    put(ann, "uplink.dev/agent", json_string(c->s->agent)) < 0)
+		return json_decref(ns), -ENOMEM;
+	return add(c, ns);
+}
+
+static int render_rules(struct render *c)
+{
+	json_t *o = data_object(c, true, UP_MANIFEST_RULES_SECRET);
+	char *text = json_dumps(c->s->rules, JSON_COMPACT);
+	int r = o && text ? data_put(o, true, "rules.json", text, strlen(text)) : -ENOMEM;
+
+	if (text)
+		up_free_secret(text, strlen(text));
+	if (r < 0)
+		return json_decref(o), r;
+	return add(c, o);
+}
+
+static int render_certs(struct render *c)
+{
+	json_t *o = data_object(c, true, UP_MANIFEST_CERTS_SECRET);
+	char *both = NULL, *dh = NULL;
+	size_t both_len = 0, dh_len = 0;
+	int r = o ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = up_ca_mitmproxy_pem(c->s->ca_cert_pem, c->s->ca_key_pem, &both, &both_len);
+	if (r == 0)
+		r = up_ca_dhparam_pem(&dh, &dh_len);
+	if (r == 0)
+		r = data_put(o, true, "mitmproxy-ca.pem", both, both_len);
+	if (r == 0)
+		r = data_put(o, true, "mitmproxy-ca-cert.pem", c->s->ca_cert_pem,
+			     strlen(c->s->ca_cert_pem));
+	if (r == 0)
+		r = data_put(o, true, "mitmproxy-dhparam.pem", dh, dh_len);
+	up_free_secret(both, both_len);
+	free(dh);
+	if (r < 0)
+		return json_decref(o), r;
+	return add(c, o);
+}
+
+static int render_text_map(struct render *c, const char *name, const char *key, const char *text)
+{
+	json_t *o = data_object(c, false, name);
+	int r = o ? data_put(o, false, key, text, strlen(text)) : -ENOMEM;
+
+	if (r < 0)
+		return json_decref(o), r;
+	return add(c, o);
+}
+
+static int render_agent_data(struct render *c)
+{
+	for (size_t i = 0; i < c->s->contrib.n_volumes; i++) {
+		const struct up_agent_volume *v = &c->s->contrib.volumes[i];
+		bool secret = v->kind == UP_AGENT_VOL_SECRET;
+		if (!secret && v->kind != UP_AGENT_VOL_CONFIGMAP)
+			continue;
+		json_t *o = data_object(c, secret, v->name);
+		int r = o ? 0 : -ENOMEM;
+		for (size_t j = 0; r == 0 && j < v->n_files; j++)
+			r = data_put(o, secret, v->files[j].key, v->files[j].data, v->files[j].len);
+		if (r < 0)
+			return json_decref(o), r;
+		if ((r = add(c, o)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int render_policies(struct render *c)
+{
+	json_t *deny = object(c, TPL_NP_DENY, "default-deny");
+	json_t *agent = object(c, TPL_NP_AGENT, "agent-egress");
+	json_t *mitm = object(c, TPL_NP_MITM, "mitm-policy");
+	int r = 0;
+
+	if (agent && c->s->allow_dns)
+		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
+	if (!deny || !agent || !mitm || r < 0) {
+		json_decref(deny);
+		json_decref(agent);
+		json_decref(mitm);
+		return -ENOMEM;
+	}
+	r = add(c, deny);
+	r = r < 0 ? (json_decref(agent), r) : add(c, agent);
+	return r < 0 ? (json_decref(mitm), r) : add(c, mitm);
+}
+
+static int render_mitm(struct render *c)
+{
+	json_t *pod = object(c, TPL_MITM_POD, "mitm");
+	json_t *svc = object(c, TPL_MITM_SVC, "mitm");
+	const char *rc = c->s->mitm_runtime_class;
+	int r = pod && svc ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put(dig(pod, "spec.containers.0"), "image", json_string(c->s->mitm_image));
+	if (r == 0 && rc && *rc)
+		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+	if (r < 0) {
+		json_decref(pod);
+		json_decref(svc);
+		return r;
+	}
+	r = add(c, pod);
+	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+}
+
+static int agent_env(struct render *c, json_t *env)
+{
+	const struct up_session_spec *s = c->s;
+	char uid[16], gid[16];
+	int r;
+
+	(void)snprintf(uid, sizeof(uid), "%u", (unsigned)s->uid);
+	(void)snprintf(gid, sizeof(gid), "%u", (unsigned)s->gid);
+	const struct up_env ours[] = {
+		{ "WORKDIR", s->cwd },	     { "USERNAME", s->user },	{ "UPLINK_SESSION", s->id },
+		{ "UPLINK_UID", uid },	     { "UPLINK_GID", gid },	{ "UPLINK_HOME", s->home },
+		{ "UPLINK_AGENT", s->agent }, { "UPLINK_AGENT_MODE", s->mode ? s->mode : "" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(ours); i++)
+		if ((r = env_add(env, ours[i].name, ours[i].value)) < 0)
+			return r;
+	for (size_t i = 0; i < s->contrib.n_env; i++) {
+		r = env_add(env, s->contrib.env[i].name, s->contrib.env[i].value);
+		if (r == -EEXIST)
+			return failf(c->err, c->err_len, "agent env %s would replace uplink's own",
+				     s->contrib.env[i].name);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static json_t *volume_json(const struct up_agent_volume *v)
+{
+	switch (v->kind) {
+	case UP_AGENT_VOL_SECRET:
+		return json_pack("{s:s, s:{s:s}}", "name", v->name, "secret", "secretName", v->name);
+	case UP_AGENT_VOL_CONFIGMAP:
+		return json_pack("{s:s, s:{s:s}}", "name", v->name, "configMap", "name", v->name);
+	case UP_AGENT_VOL_HOSTPATH:
+		return json_pack("{s:s, s:{s:s, s:s}}", "name", v->name, "hostPath", "path",
+				 v->host_path, "type", v->host_path_type ? v->host_path_type : "");
+	case UP_AGENT_VOL_EMPTYDIR: {
+		json_t *ed = json_object();
+		if (ed && v->medium)
+			(void)json_object_set_new(ed, "medium", json_string(v->medium));
+		if (ed && v->size_limit)
+			(void)json_object_set_new(ed, "sizeLimit", json_string(v->size_limit));
+		return json_pack("{s:s, s:o}", "name", v->name, "emptyDir", ed);
+	}
+	}
+	return NULL;
+}
+
+static int agent_volumes(struct render *c, json_t *volumes, json_t *mounts)
+{
+	for (size_t i = 0; i < c->s->contrib.n_volumes; i++) {
+		const struct up_agent_volume *v = &c->s->contrib.volumes[i];
+		int r = push(volumes, volume_json(v));
+		if (r == 0 && v->mount_path)
+			r = push(mounts, json_pack("{s:s, s:s, s:b}", "name", v->name, "mountPath",
+						   v->mount_path, "readOnly", v->read_only));
+		for (size_t j = 0; r == 0 && j < v->n_files; j++)
+			if (v->files[j].mount_path)
+				r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", v->name,
+							   "mountPath", v->files[j].mount_path,
+							   "subPath", v->files[j].key, "readOnly",
+							   v->read_only));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int agent_pod_fill(struct render *c, json_t *pod)
+{
+	const struct up_session_spec *s = c->s;
+	json_t *spec = json_object_get(pod, "spec"), *main = dig(pod, "spec.containers.0");
+	const char *rc = s->agent_runtime_class ? s->agent_runtime_class
+						: UP_AGENT_RUNTIME_CLASS_DEFAULT;
+	int r;
+
+	if ((r = agent_env(c, json_object_get(main, "env"))) < 0)
+		return r;
+	if ((r = agent_volumes(c, json_object_get(spec, "volumes"),
+			       json_object_get(main, "volumeMounts"))) < 0)
+		return r;
+	if (put(main, "image", json_string(s->agent_image)) < 0 ||
+	    (s->contrib.entrypoint && put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
+	    (s->contrib.command && put(main, "args", strv(s->contrib.command)) < 0) ||
+	    put(json_object_get(main, "resources"), "limits",
+		json_pack("{s:s}", "memory",
+			  s->contrib.memory_limit ? s->contrib.memory_limit
+						  : UP_AGENT_MEMORY_LIMIT_DEFAULT)) < 0 ||
+	    put(spec, "securityContext", json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
+	    (*rc && put(spec, "runtimeClassName", json_string(rc)) < 0))
+		return -ENOMEM;
+	if (s->allow_dns) { /* back to the cluster's DNS */
+		(void)json_object_del(spec, "dnsPolicy");
+		(void)json_object_del(spec, "dnsConfig");
+	}
+	return 0;
+}
+
+static int render_agent(struct render *c)
+{
+	json_t *pod = object(c, TPL_AGENT_POD, "agent");
+	int r = pod ? agent_pod_fill(c, pod) : -ENOMEM;
+
+	if (r < 0)
+		return json_decref(pod), r;
+	if ((r = add(c, pod)) < 0)
+		return r;
+	if (c->s->mitm_cluster_ip)
+		return up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len);
+	return 0;
+}
+
+int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
+			json_t **objects, char *err, size_t err_len)
+{
+	struct render c = { .m = tpl, .s = spec, .err = err, .err_len = err_len };
+	const char *addon = spec->addon_source ? spec->addon_source : tpl->addon;
+	int r;
+
+	if (err_len)
+		err[0] = '\0';
+	if ((r = check_spec(spec, err, err_len)) < 0)
+		return r;
+	(void)snprintf(c.ns, sizeof(c.ns), UP_SESSION_NS_PREFIX "%s", spec->id);
+	c.objects = json_array();
+	r = c.objects ? render_namespace(&c) : -ENOMEM;
+	if (r == 0)
+		r = render_text_map(&c, UP_MANIFEST_ADDON_CONFIGMAP, "filter.py", addon);
+	if (r == 0)
+		r = render_rules(&c);
+	if (r == 0)
+		r = render_certs(&c);
+	if (r == 0)
+		r = render_text_map(&c, UP_MANIFEST_CA_CONFIGMAP, "ca.crt", spec->ca_cert_pem);
+	if (r == 0)
+		r = render_agent_data(&c);
+	if (r == 0)
+		r = render_policies(&c);
+	if (r == 0)
+		r = render_mitm(&c);
+	if (r == 0)
+		r = render_agent(&c);
+	if (r < 0) {
+		json_decref(c.objects);
+		if (err_len && !err[0])
+			(void)snprintf(err, err_len, "cannot render the session's objects: %s",
+				       strerror(-r));
+		return r;
+	}
+	*objects = c.objects;
+	return 0;
+}
+
+int up_manifests_render_system(const struct up_manifests *tpl, const struct up_system_spec *sys,
+			       json_t **objects, char *err, size_t err_len)
+{
+	json_t *a = json_array();
+	json_t *ns = json_deep_copy(tpl->tpl[TPL_SYS_NAMESPACE]);
+	json_t *dep = json_deep_copy(tpl->tpl[TPL_REGISTRY]);
+	json_t *svc = json_deep_copy(tpl->tpl[TPL_REGISTRY_SVC]);
+	const char *image = sys && sys->registry_image ? sys->registry_image
+						       : UP_REGISTRY_IMAGE_DEFAULT;
+	int r = a && ns && dep && svc ? 0 : -ENOMEM;
+
+	if (r == 0 && !*image)
+		r = failf(err, err_len, "the registry image is empty");
+	if (r == 0)
+		r = put(dig(dep, "spec.template.spec.containers.0"), "image", json_string(image));
+	if (r == 0 && (r = push(a, TAKE_PTR(ns))) == 0 && (r = push(a, TAKE_PTR(dep))) == 0)
+		r = push(a, TAKE_PTR(svc));
+	json_decref(ns);
+	json_decref(dep);
+	json_decref(svc);
+	if (r < 0)
+		return json_decref(a), r;
+	*objects = a;
+	return 0;
+}
+
+int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len)
+{
+	json_t *pod = json_array_get(objects, json_array_size(objects) - 1);
+
+	const char *name = json_string_value(dig(pod, "metadata.name"));
+
+	if (!name || !streq(name, "agent"))
+		return failf(err, err_len, "the last object is not the agent pod");
+	if (!is_ip(ip))
+		return failf(err, err_len, "mitm cluster IP '%s' is not an IP address",
+			     ip ? ip : "(null)");
+	json_t *aliases = json_pack("[{s:s, s:[s]}]", "ip", ip, "hostnames", "mitm");
+	return put(json_object_get(pod, "spec"), "hostAliases", aliases);
+}
+
+/* "<redacted: N bytes>" for base64 text of N bytes. */
+static json_t *redacted(const char *b64text)
+{
+	size_t n = strlen(b64text), bytes = n / 4 * 3;
+	char buf[64];
+
+	if (n >= 1 && b64text[n - 1] == '=')
+		bytes--;
+	if (n >= 2 && b64text[n - 2] == '=')
+		bytes--;
+	(void)snprintf(buf, sizeof(buf), "<redacted: %zu bytes>", bytes);
+	return json_string(buf);
+}
+
+json_t *up_manifests_list(const json_t *objects, bool show_secrets)
+{
+	json_t *items = json_deep_copy(objects), *o, *v;
+	const char *k;
+	size_t i;
+
+	if (!items)
+		return NULL;
+	json_array_foreach(items, i, o) {
+		json_t *data = json_object_get(o, "data");
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (show_secrets || !kind || !streq(kind, "Secret"))
+			continue;
+		json_object_foreach(data, k, v)
+			if (json_object_set_new(data, k, redacted(json_is_string(v) ? json_string_value(v) : "")) < 0)
+				return json_decref(items), NULL;
+	}
+	return json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", "v1", "kind", "List", "metadata",
+			 "items", items);
+}

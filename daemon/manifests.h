@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session-spec.h"
+#include "util.h"
+
+/*
+ * A session's Kubernetes objects, from the YAML templates in manifests/ (parsed once at
+ * start-up into jansson trees) filled in by code, field by field: never by substituting
+ * strings. The objects carry the crash-proof GC labels and annotations of DESIGN.md and
+ * its security posture (default-deny, agent egress only to mitm:8080, no DNS for the
+ * agent, a hardened mitm, the CA key and the rules only in the mitm's Secrets).
+ *
+ * Names of the objects uplinkd itself adds to a session:
+ */
+#define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon" /* key filter.py; mounted by the mitm */
+#define UP_MANIFEST_RULES_SECRET "rules-json"    /* key rules.json; mitm only */
+#define UP_MANIFEST_CERTS_SECRET "mitm-certs"    /* mitmproxy's confdir; mitm only */
+#define UP_MANIFEST_CA_CONFIGMAP "uplink-ca"     /* key ca.crt, the certificate alone; agent */
+#define UP_MANIFEST_AGENT_CA_PATH "/etc/uplink/ca/ca.crt"
+
+#define UP_AGENT_RUNTIME_CLASS_DEFAULT "kata-clh"
+#define UP_AGENT_MEMORY_LIMIT_DEFAULT "4Gi"
+#define UP_REGISTRY_IMAGE_DEFAULT "registry:2"
+#define UP_SYSTEM_NAMESPACE "agent-uplink-system"
+
+struct up_manifests;
+
+/*
+ * Where the templates live: $UPLINK_DATA_DIR/manifests when set (tests, running from the
+ * source tree with UPLINK_DATA_DIR=<source root>), else <datadir>/uplink/manifests.
+ */
+int up_manifests_default_dir(char *buf, size_t len) _wur_;
+
+/* Reads and checks every template, and mitm/filter.py, from `dir` (NULL = the default). */
+int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, size_t err_len) _wur_;
+struct up_manifests *up_manifests_free(struct up_manifests *m);
+void up_manifests_freep(struct up_manifests **m);
+
+/* The addon source read at load time (manifests/mitm/filter.py). */
+const char *up_manifests_addon(const struct up_manifests *m);
+
+/*
+ * Renders a session: `*objects` becomes a new array, in apply order: the Namespace first,
+ * then ConfigMaps and Secrets, NetworkPolicies, the mitm Pod and Service, and the agent Pod
+ * last. A spec that does not hold up (a bad id, a relative cwd, a clash of names) is refused
+ * with -EINVAL and a sentence in `err` naming the field.
+ */
+int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
+			json_t **objects, char *err, size_t err_len) _wur_;
+
+/* agent-uplink-system: its Namespace, the registry Deployment and Service. */
+int up_manifests_render_system(const struct up_manifests *tpl, const struct up_system_spec *sys,
+			       json_t **objects, char *err, size_t err_len) _wur_;
+
+/* Adds (or replaces) the agent pod's hostAliases entry mapping "mitm" to `ip`. */
+int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len) _wur_;
+
+/*
+ * The objects as one Kubernetes List (what --dry-run prints): a new reference. Unless
+ * `show_secrets`, every Secret's data value reads "<redacted: N bytes>".
+ */
+json_t *up_manifests_list(const json_t *objects, bool show_secrets);

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+/*
+ * Everything rendering a session's Kubernetes objects needs (daemon/manifests.h). The
+ * spec borrows every pointer: the caller owns the strings and keeps them alive while
+ * rendering. Fields marked "secret" end up only in the mitm pod's Secrets.
+ */
+
+#define UP_SESSION_ID_LEN 12
+#define UP_SESSION_NS_PREFIX "agent-uplink-"
+
+struct up_env {
+	const char *name;
+	const char *value;
+};
+
+enum up_agent_volume_kind {
+	UP_AGENT_VOL_SECRET,    /* a Secret the renderer creates from `files` */
+	UP_AGENT_VOL_CONFIGMAP, /* a ConfigMap the renderer creates from `files` */
+	UP_AGENT_VOL_HOSTPATH,  /* a host path (the cwd, ~/.claude/projects/...) */
+	UP_AGENT_VOL_EMPTYDIR,  /* scratch space (docker's data root, /run) */
+};
+
+/* One key of an agent Secret or ConfigMap. */
+struct up_agent_file {
+	const char *key; /* a config key: [-._a-zA-Z0-9]+ */
+	const char *data;
+	size_t len;
+	const char *mount_path; /* non-NULL: mounted alone here (subPath), e.g. ~/.claude/CLAUDE.md */
+};
+
+struct up_agent_volume {
+	enum up_agent_volume_kind kind;
+	const char *name; /* volume name; also the Secret's/ConfigMap's name (DNS-1123 label) */
+	const struct up_agent_file *files; /* SECRET, CONFIGMAP */
+	size_t n_files;
+	const char *mount_path; /* the whole volume here; NULL when only files are mounted */
+	bool read_only;
+	const char *host_path;      /* HOSTPATH */
+	const char *host_path_type; /* HOSTPATH: Directory, DirectoryOrCreate, File, ... */
+	const char *medium;         /* EMPTYDIR: NULL or "Memory" */
+	const char *size_limit;     /* EMPTYDIR: NULL or a quantity, "2Gi" */
+};
+
+/* What the agent adds to its pod (agents/agent.h's prepare() fills it). */
+struct up_agent_contrib {
+	const struct up_env *env; /* added after uplink's own; a clash with one is an error */
+	size_t n_env;
+	const struct up_agent_volume *volumes;
+	size_t n_volumes;
+	const char *const *entrypoint; /* NULL-terminated: the container's command; NULL = image's */
+	const char *const *command;    /* NULL-terminated: what runs under tmux (container args) */
+	const char *memory_limit;      /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
+};
+
+struct up_session_spec {
+	const char *id;    /* 12 lowercase hex; the namespace is agent-uplink-<id> */
+	const char *owner; /* label value: hash of machine-id and uid, [a-z0-9]{1,63} */
+	time_t created_at, expires_at;
+	const char *cwd;   /* absolute; also the agent's working directory */
+	const char *agent; /* "claude" */
+	const char *mode;  /* "anthropic", "bedrock", ... (informational, may be NULL) */
+	uid_t uid;
+	gid_t gid;
+	const char *user; /* host user name */
+	const char *home; /* host home, /home/<user> */
+	const char *agent_image;
+	const char *mitm_image;
+	const char *agent_runtime_class; /* NULL = "kata-clh"; "" = none */
+	const char *mitm_runtime_class;  /* NULL or "" = none */
+	bool allow_dns;                  /* open kube-dns to the agent (and give it ClusterFirst) */
+	const json_t *rules;             /* secret: the proxy's rules document (version 1) */
+	const char *ca_cert_pem;         /* the session CA (daemon/ca.h) */
+	const char *ca_key_pem;          /* secret */
+	const char *addon_source;        /* filter.py; NULL = the one next to the templates */
+	/* The mitm Service's cluster IP, mapped to "mitm" by a hostAliases entry. NULL: the
+	 * agent pod is rendered without it; up_manifests_set_mitm_ip() adds it once known. */
+	const char *mitm_cluster_ip;
+	struct up_agent_contrib contrib;
+};
+
+/* What agent-uplink-system needs. */
+struct up_system_spec {
+	const char *registry_image; /* NULL = "registry:2" */
+};
