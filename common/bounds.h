@@ -118,3 +118,9 @@
 /* Kubernetes templates (the YAML files in manifests/): size of one; the mitm addon source. */
 #define UP_MAX_TEMPLATE_SIZE (256 * 1024)
 #define UP_MAX_ADDON_SOURCE (1024 * 1024)
+
+/* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
+ * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */
+#define UP_AGENT_MAX_HOST_FILE (4 * 1024 * 1024)
+#define UP_AGENT_TOKEN_RESPONSE_MAX (64 * 1024)
+#define UP_AGENT_TOKEN_TIMEOUT_MS 30000

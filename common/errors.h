@@ -26,7 +26,8 @@
 	XX(EXEC_NOT_ALLOWED, -32044, "exec placeholders need --allow-exec")              \
 	XX(IMAGE_CONTEXT_INVALID, -32050, "the agent's build context cannot be used")     \
 	XX(IMAGE_BUILD_FAILED, -32051, "the agent image could not be built or pushed")   \
-	XX(REGISTRY_UNREACHABLE, -32052, "the image registry cannot be reached")
+	XX(REGISTRY_UNREACHABLE, -32052, "the image registry cannot be reached") \
+	XX(AGENT_AUTH_FAILED, -32060, "the agent's credentials cannot be used")
 
 enum up_error {
 #define XX(name, code, msg) UP_ERR_##name,

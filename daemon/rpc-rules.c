@@ -10,6 +10,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "agents/agent.h"
 #include "bounds.h"
 #include "manager.h"
 #include "placeholders.h"
@@ -80,6 +81,7 @@ struct rules_call {
 	struct up_ruleset *rs;
 	json_t *problems;
 	json_t *lint;
+	char auth_err[1024]; /* the agent's credentials cannot be used */
 	int r;
 	struct up_resolve *job;
 };
@@ -142,7 +144,9 @@ static void build_work(uv_work_t *w)
 		c->r = -ENOMEM;
 		return;
 	}
-	r = c->agent ? up_ruleset_load_agent(c->rs, c->agent, c->mode, c->problems) : 0;
+	r = c->agent ? up_ruleset_load_agent_auth(c->rs, c->agent, c->mode, c->problems,
+						  c->auth_err, sizeof(c->auth_err))
+		     : 0;
 	if (r != -ENOMEM) {
 		int k = load_files(c->rs, c->files, c->cwd, c->problems);
 		r = r < 0 ? r : k;
@@ -264,7 +268,9 @@ static void after_work(uv_work_t *w, int status)
 		call_free(c);
 		return;
 	}
-	if (c->r == -ENOMEM || (c->r < 0 && json_array_size(c->problems) == 0)) {
+	if (c->kind != CALL_LINT && *c->auth_err) {
+		up_request_error(c->req, UP_ERR_AGENT_AUTH_FAILED, c->auth_err);
+	} else if (c->r == -ENOMEM || (c->r < 0 && json_array_size(c->problems) == 0)) {
 		up_request_errorf(c->req, UP_ERR_INTERNAL_ERROR, "cannot load the rules: %s", strerror(-c->r));
 	} else if (c->kind == CALL_LINT) {
 		up_request_reply(c->req, TAKE_PTR(c->lint));

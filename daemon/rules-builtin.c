@@ -1,57 +1,96 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The agents' built-in rules, as YAML read by the same parser as users' files.
- * TODO(agents issue): take these from agents/<name>/default-rules.yaml and the
- * agent's prepare() (which also makes the anthropic OAuth rule from the host's
- * credentials) once agents/agent.h exists.
+ * The agents' layers of the rules: the auth rules an agent's prepare() makes (the
+ * anthropic OAuth rule needs the host's credentials, so this blocks: callers run it on
+ * the thread pool) and the default rules file of its build context,
+ * agents/<name>/default-rules.yaml under the data folder.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "agents/agent.h"
 #include "rules.h"
 
-static const char claude_defaults[] =
-	"rules:\n"
-	"  - name: claude-logs\n"
-	"    hosts: ['.*\\.datadoghq\\.com']\n"
-	"    methods: [POST]\n"
-	"    paths: ['/api/v2/logs']\n";
+int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_impl *a,
+				   const struct up_agent_prepared *p, json_t *problems)
+{
+	char path[PATH_MAX], label[256];
+	int r = 0;
 
-static const char bedrock_auth[] =
-	"rules:\n"
-	"  - name: bedrock-auth\n"
-	"    hosts: ['bedrock-runtime\\.[a-z0-9-]+\\.amazonaws\\.com']\n"
-	"    inject:\n"
-	"      headers:\n"
-	"        Authorization: 'Bearer {{keyring:bedrock:key}}'\n";
+	if (p && p->auth_rules) {
+		(void)snprintf(label, sizeof(label), "agent:%s:auth", a->name);
+		r = up_ruleset_load_string(rs, UP_LAYER_AUTH, label, p->auth_rules,
+					   p->auth_rules_len, problems);
+		if (r < 0)
+			return r;
+	}
+	if (up_agent_rules_path(a, path, sizeof(path)) < 0) {
+		(void)json_array_append_new(
+			problems,
+			json_sprintf("agent %s: the path of its default rules is too long",
+				     a->name));
+		return -ENAMETOOLONG;
+	}
+	(void)snprintf(label, sizeof(label), "agents/%s/%s", a->context_dir, a->default_rules);
+	return up_ruleset_load_file(rs, UP_LAYER_AGENT, path, label, problems);
+}
 
-static const struct {
-	const char *agent, *mode;
-	const char *auth, *defaults;
-} agents[] = {
-	{ "claude", "anthropic", NULL, claude_defaults },
-	{ "claude", "bedrock", bedrock_auth, claude_defaults },
-};
+/* The daemon's own user: $HOME (tests point it at a fixture), else the passwd entry. */
+static int current_user(struct up_agent_input *in, char *buf, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	const char *home = getenv("HOME");
+
+	if (getpwuid_r(getuid(), &pw, buf, len, &res) != 0 || !res)
+		return -ENOENT;
+	in->uid = pw.pw_uid;
+	in->gid = pw.pw_gid;
+	in->user = pw.pw_name;
+	in->home = home && home[0] == '/' ? home : pw.pw_dir;
+	return 0;
+}
+
+int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const char *mode,
+			       json_t *problems, char *auth_err, size_t auth_err_len)
+{
+	_cleanup_(up_agent_prepared_freep) struct up_agent_prepared *p = NULL;
+	const struct up_agent_impl *a = up_agent_find(agent);
+	struct up_agent_input in = {.mode = mode, .rules_only = true};
+	char known[256], pwbuf[4096];
+	int r;
+
+	auth_err[0] = '\0';
+	if (!a || !up_agent_find_mode(a, mode)) {
+		(void)up_agent_describe_all(known, sizeof(known));
+		(void)json_array_append_new(
+			problems, a ? json_sprintf("agent %s has no mode '%s'; known: %s", agent, mode,
+						   known)
+				    : json_sprintf("unknown agent '%s'; known: %s", agent, known));
+		return -ENOENT;
+	}
+	if (current_user(&in, pwbuf, sizeof(pwbuf)) < 0) {
+		(void)snprintf(auth_err, auth_err_len, "uid %u has no passwd entry",
+			       (unsigned)getuid());
+		return -ENOENT;
+	}
+	r = up_agent_prepare(a, &in, &p, auth_err, auth_err_len);
+	if (r < 0)
+		return r;
+	return up_ruleset_load_agent_prepared(rs, a, p, problems);
+}
 
 int up_ruleset_load_agent(struct up_ruleset *rs, const char *agent, const char *mode,
 			  json_t *problems)
 {
-	int r = 0;
+	char err[1024];
+	int r = up_ruleset_load_agent_auth(rs, agent, mode, problems, err, sizeof(err));
 
-	for (size_t i = 0; i < ELEMENTSOF(agents); i++) {
-		if (!streq(agent, agents[i].agent) || !streq(mode ? mode : "anthropic", agents[i].mode))
-			continue;
-		if (agents[i].auth)
-			r = up_ruleset_load_string(rs, UP_LAYER_AUTH, "builtin:auth", agents[i].auth,
-						   strlen(agents[i].auth), problems);
-		if (r >= 0 && agents[i].defaults)
-			r = up_ruleset_load_string(rs, UP_LAYER_AGENT, "builtin:agent-default",
-						   agents[i].defaults, strlen(agents[i].defaults),
-						   problems);
-		return r;
-	}
-	(void)json_array_append_new(problems, json_sprintf(
-		"unknown agent '%s' or mode '%s'; known: claude (modes anthropic, bedrock)", agent,
-		mode ? mode : "anthropic"));
-	return -ENOENT;
+	if (r < 0 && *err)
+		(void)json_array_append_new(problems, json_string(err));
+	return r;
 }

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "daemon/session-spec.h"
+#include "util.h"
+
+/*
+ * The agents uplink can run. An agent is a const vtable (struct up_agent_impl) with a
+ * build context under agents/<context_dir>/ (Dockerfile, entrypoint.sh, its default
+ * rules file) and a host-side prepare() that reads the user's configuration and
+ * credentials and says what the agent adds to its pod and which auth rules the mitm
+ * applies. agents.c lists them.
+ *
+ * prepare() BLOCKS: it reads files under the user's home and may refresh an OAuth token
+ * over HTTPS. The daemon runs it on the libuv thread pool, never on its loop.
+ */
+
+/* Bounds of one prepared result (a bug, not a user, exceeds them). */
+#define UP_AGENT_MAX_ENV      32
+#define UP_AGENT_MAX_VOLUMES  32
+#define UP_AGENT_MAX_FILES    32
+#define UP_AGENT_MAX_WARNINGS 16
+#define UP_AGENT_MAX_PROFILES 16
+/* Passthrough arguments (`-- ARGS`): how many, and their total length once quoted. */
+#define UP_AGENT_MAX_ARGS     256
+#define UP_AGENT_MAX_ARGS_LEN (256 * 1024)
+
+/* What the caller knows about the session and the host user. The strings are borrowed. */
+struct up_agent_input {
+	const char *mode; /* NULL: the agent's default mode */
+	const char *home; /* host home; also the home inside the pod (/home/<user>) */
+	uid_t uid;
+	gid_t gid;
+	const char *user;	 /* host user name */
+	const char *cwd;	 /* absolute; mounted at the same path and the agent's cwd */
+	const char *const *args; /* passthrough args, NULL-terminated; NULL: none */
+	const char *session_id;	 /* 12 hex; NULL with rules_only */
+	/* The session's private folder on the host (0700): files the pod mounts read-write
+	 * (a sanitized ~/.claude.json). NULL: such files are left out of the contribution. */
+	const char *state_dir;
+	/* Tests: prefix for host paths outside home (/etc/claude-code/...). NULL: "". */
+	const char *base_dir;
+	bool debug;	 /* --debug: the agent's debug output kept on the host */
+	bool rules_only; /* only the auth rules and the expiry: no files read or written for the pod
+			  */
+	time_t now;	 /* 0: time(NULL); tests fix it */
+};
+
+/*
+ * What prepare() returns. Every pointer in `contrib` points into storage this result
+ * owns; up_agent_prepared_free() wipes (explicit_bzero) and frees all of it.
+ */
+struct up_agent_prepared {
+	struct up_agent_contrib contrib; /* empty with rules_only */
+	/*
+	 * The auth layer: a rules document ({"rules": [...]}, JSON, which the rules loader
+	 * reads as YAML) or NULL for none. Header values may be literal secrets (the OAuth
+	 * access token) or placeholders ({{keyring:bedrock:key}}): they only ever go into the
+	 * mitm's rules Secret. Load it with up_ruleset_load_agent_prepared().
+	 */
+	char *auth_rules;
+	size_t auth_rules_len;
+	/* When the injected credential stops working; 0: it does not expire. To refresh, call
+	 * prepare() again with rules_only before then and swap the auth rules in. */
+	time_t expires_at;
+	/* Sentences for the user, never holding a secret. */
+	const char *warnings[UP_AGENT_MAX_WARNINGS];
+	size_t n_warnings;
+	/* AWS profiles the agent's configuration names (settings.json env.AWS_PROFILE). */
+	const char *aws_profiles[UP_AGENT_MAX_PROFILES];
+	size_t n_aws_profiles;
+
+	/* private: the storage behind the pointers above */
+	struct up_env env_store[UP_AGENT_MAX_ENV];
+	struct up_agent_volume vol_store[UP_AGENT_MAX_VOLUMES];
+	struct up_agent_file file_store[UP_AGENT_MAX_FILES];
+	size_t n_files;
+	struct up_agent_blob *blobs; /* every allocation, wiped on free */
+	size_t n_blobs, cap_blobs;
+};
+
+struct up_agent_mode {
+	const char *name;    /* "anthropic" */
+	const char *summary; /* one line for `uplink run --help` */
+	const char *flag;    /* the `uplink run` flag choosing it: "--anthropic" */
+};
+
+struct up_agent_impl {
+	const char *name;	 /* "claude" */
+	const char *context_dir; /* build context: agents/<context_dir>/ under the data dir */
+	const struct up_agent_mode *modes; /* terminated by { NULL } */
+	const char *default_mode;
+	const char *default_rules; /* file in the build context, loaded into UP_LAYER_AGENT */
+	/* What `kubectl exec -it agent -c main --` runs to reach the agent's tmux session. */
+	const char *const *attach_argv;
+	/*
+	 * Host-side preparation; BLOCKING. 0 with *ret (free it with up_agent_prepared_free()),
+	 * or -errno with a sentence in err that names the file or flag and what to do, and
+	 * never holds a secret: -ENOENT a missing file or keyring entry, -EINVAL a malformed
+	 * one, -EIO a failed refresh, -ENOMEM.
+	 */
+	int (*prepare)(const struct up_agent_impl *impl, const struct up_agent_input *in,
+		       struct up_agent_prepared **ret, char *err, size_t err_len);
+};
+
+/* Every agent, NULL-terminated. */
+extern const struct up_agent_impl *const up_agents[];
+extern const struct up_agent_impl up_agent_claude;
+
+const struct up_agent_impl *up_agent_find(const char *name);
+/* The mode called `name` (NULL: the default), or NULL. */
+const struct up_agent_mode *up_agent_find_mode(const struct up_agent_impl *a, const char *name);
+/* "claude (modes anthropic, bedrock)", for messages listing what exists. */
+int up_agent_describe_all(char *buf, size_t len);
+
+/*
+ * The folder holding the agents' build contexts: $UPLINK_DATA_DIR/agents when set, else
+ * <datadir>/uplink/agents when installed, else the source tree's agents/ (running
+ * uninstalled from a build folder). Then the build context and the default rules file.
+ */
+int up_agent_data_dir(char *buf, size_t len) _wur_;
+int up_agent_context_path(const struct up_agent_impl *a, char *buf, size_t len) _wur_;
+int up_agent_rules_path(const struct up_agent_impl *a, char *buf, size_t len) _wur_;
+
+/*
+ * Runs prepare() after checking the mode; an unknown mode is -EINVAL with a sentence
+ * naming the modes. in->mode NULL means the default mode.
+ */
+int up_agent_prepare(const struct up_agent_impl *a, const struct up_agent_input *in,
+		     struct up_agent_prepared **ret, char *err, size_t err_len) _wur_;
+struct up_agent_prepared *up_agent_prepared_free(struct up_agent_prepared *p);
+void up_agent_prepared_freep(struct up_agent_prepared **p);
+
+/*
+ * POSIX shell quoting: bare when every byte is safe ([-A-Za-z0-9_./=:,+@%^]), else in
+ * single quotes with each ' written '\''. The empty string is ''. Joined with spaces.
+ * Returns 0, -E2BIG past UP_AGENT_MAX_ARGS_LEN, -ENOMEM.
+ */
+int up_shell_quote_argv(const char *const *argv, char **ret) _wur_;
+
+/* ---- for agent implementations: storage owned by a prepared result */
+
+struct up_agent_prepared *up_agent_prepared_new(void);
+/* Takes ownership of `ptr` (len bytes wiped on free); NULL (and ptr freed) on failure. */
+void *up_agent_keep(struct up_agent_prepared *p, void *ptr, size_t len);
+char *up_agent_strdup(struct up_agent_prepared *p, const char *s);
+char *up_agent_memdup(struct up_agent_prepared *p, const void *data, size_t len);
+char *up_agent_printf(struct up_agent_prepared *p, const char *fmt, ...) _printf_(2, 3);
+int up_agent_add_env(struct up_agent_prepared *p, const char *name, const char *value) _wur_;
+/* A volume; the strings are copied. Files go to the volume added last. */
+struct up_agent_volume *up_agent_add_volume(struct up_agent_prepared *p,
+					    enum up_agent_volume_kind kind, const char *name,
+					    const char *mount_path, bool read_only);
+int up_agent_add_file(struct up_agent_prepared *p, struct up_agent_volume *v, const char *key,
+		      const char *data, size_t len, const char *mount_path) _wur_;
+/* A copy of a NULL-terminated argv (the array and its strings), or NULL. */
+const char *const *up_agent_copy_argv(struct up_agent_prepared *p, const char *const *argv);
+int up_agent_warn(struct up_agent_prepared *p, const char *fmt, ...) _printf_(2, 3);
+int up_agent_add_aws_profile(struct up_agent_prepared *p, const char *name) _wur_;
+
+/* ---- rules (daemon/rules-builtin.c) */
+
+struct up_ruleset;
+/*
+ * Loads an agent's layers: its prepared auth rules (NULL: none) into UP_LAYER_AUTH, and
+ * its default rules file into UP_LAYER_AGENT. Problems are appended as the rules loader
+ * does; a missing default rules file is one of them.
+ */
+int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_impl *a,
+				   const struct up_agent_prepared *p, json_t *problems) _wur_;
+/*
+ * The same for the daemon's own user (rules.check, rules.render): prepare() with
+ * rules_only, so BLOCKING. An unknown agent or mode is a problem (-ENOENT); a prepare()
+ * failure (missing credentials, a failed refresh) is a sentence in auth_err instead.
+ * up_ruleset_load_agent() (rules.h) is this with auth_err appended to the problems.
+ */
+int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const char *mode,
+			       json_t *problems, char *auth_err, size_t auth_err_len) _wur_;

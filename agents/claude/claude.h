@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "agents/agent.h"
+
+/*
+ * Claude Code (agents/claude/): the pieces agent.c puts together. credentials.c reads and
+ * refreshes the host's OAuth credentials and writes the pod's fake ones; settings.c
+ * transforms settings.json, ~/.claude.json and CLAUDE.md for the pod.
+ */
+
+#define CLAUDE_TOKEN_URL_ENV	   "UPLINK_ANTHROPIC_TOKEN_URL"
+#define CLAUDE_TOKEN_URL_DEFAULT   "https://console.anthropic.com/v1/oauth/token"
+/* Claude Code's public OAuth client id (the one its own /login uses). */
+#define CLAUDE_OAUTH_CLIENT_ID	   "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
+/* Refresh when the access token expires within this many seconds. */
+#define CLAUDE_REFRESH_MARGIN_S	   300
+/* The fake token's lifetime in the pod: the pod never needs to refresh it. */
+#define CLAUDE_FAKE_LIFETIME_S	   (3650LL * 86400)
+#define CLAUDE_FAKE_ACCESS_PREFIX  "sk-ant-oat01-agent-uplink-"
+#define CLAUDE_FAKE_REFRESH_PREFIX "sk-ant-ort01-agent-uplink-"
+/* What the pod's copies hold where the host had a secret. */
+#define CLAUDE_PLACEHOLDER	   "placeholder"
+#define CLAUDE_MCP_PLACEHOLDER	   "PLACEHOLDER"
+
+enum claude_mode {
+	CLAUDE_ANTHROPIC,
+	CLAUDE_BEDROCK,
+};
+
+/*
+ * --anthropic: reads ~/.claude/.credentials.json, refreshes the token when it is near its
+ * expiry (writing the new tokens back to the host file), and stores in `p` the auth rule
+ * injecting the real token and its expiry. Unless `fake` is NULL, *fake becomes the pod's
+ * credentials file (owned by `p`; no real token in it).
+ */
+int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
+			  const char **fake, size_t *fake_len, char *err, size_t err_len) _wur_;
+/* --bedrock: the auth rule with {{keyring:bedrock:key}}; nothing is read here. */
+int claude_bedrock_auth(struct up_agent_prepared *p) _wur_;
+
+/*
+ * settings.json for the pod (a new object): `sandbox` and `apiKeyHelper` dropped, env
+ * values that look like secrets replaced, the mode's auth env merged in (it wins), the
+ * permissions forced. Warnings go to `p`; env.AWS_PROFILE is noted in `p` (bedrock).
+ * `what` names the file in warnings ("~/.claude/settings.json").
+ */
+json_t *claude_settings_transform(const json_t *host, enum claude_mode mode, const char *what,
+				  struct up_agent_prepared *p);
+/* Replaces every MCP server's Authorization header (any case) in `doc` with PLACEHOLDER:
+ * top-level mcpServers and each projects.<path>.mcpServers. Returns how many. */
+size_t claude_redact_mcp(json_t *doc);
+/* ~/.claude.json for the pod: MCP Authorization headers and primaryApiKey removed. */
+int claude_sanitize_claude_json(json_t *doc, struct up_agent_prepared *p);
+/* The pod's CLAUDE.md: the host's (may be NULL) and the sandbox section. Owned by `p`. */
+const char *claude_md(const char *host, size_t host_len, struct up_agent_prepared *p);
+
+/*
+ * Reads a JSON file under the user's home. 0 with *doc; -ENOENT when missing (err says
+ * what to do: `missing_hint`); -EINVAL when it is not a JSON object (err names the line
+ * and column, never the text: the file may hold a secret). `what` is how messages name
+ * the file ("~/.claude/settings.json").
+ */
+int claude_read_json(const char *path, const char *what, const char *missing_hint, json_t **doc,
+		     char *err, size_t err_len) _wur_;
+/* Writes `text` to `path` through a temporary file and a rename, mode 0600. */
+int claude_write_private(const char *path, const char *text, size_t len) _wur_;
+/* Overwrites every string in `v` (they may be secrets) before it is freed. */
+void claude_json_wipe(json_t *v);
