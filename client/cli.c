@@ -80,6 +80,11 @@ int up_cli_connect(struct up_cli *cli)
 	return 0;
 }
 
+int up_cli_report(struct up_cli *cli, int r, struct up_rpc_error *err)
+{
+	return r < 0 ? report_transport(cli, r) : report_error(err);
+}
+
 int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, json_t **result)
 {
 	struct up_rpc_error err = { 0 };

@@ -33,6 +33,10 @@ struct up_command {
 extern const struct up_command up_commands[];
 
 int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
@@ -46,6 +50,8 @@ int up_cli_connect(struct up_cli *cli);
  */
 int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, json_t **result);
 
+/* Reports what up_rpc_client_call() returned (r < 0 transport, r > 0 error) as an exit code. */
+int up_cli_report(struct up_cli *cli, int r, struct up_rpc_error *err);
 int up_cli_usage_error(const struct up_command *cmd, const char *fmt, ...) _printf_(2, 3);
 void up_cli_command_help(const struct up_command *cmd, FILE *f);
 void up_print_json(const json_t *v);

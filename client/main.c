@@ -8,6 +8,38 @@
 
 
 const struct up_command up_commands[] = {
+	{ "run", up_cmd_run, "Start an agent in a microVM pod behind the allow-listing proxy, and attach.",
+	  "AGENT [--anthropic|--bedrock] [OPTIONS] [-- AGENT-ARGS...]",
+	  "Options:\n"
+	  "  --anthropic, --bedrock       how the agent authenticates (default: anthropic)\n"
+	  "  --rules FILE                 add a rules file (repeatable; user layer)\n"
+	  "  --no-default-rules           keep only kube and user rules\n"
+	  "  --allow-exec                 allow {{exec:CMD}} placeholders in rules\n"
+	  "  --force-rebuild              rebuild the agent image even if it exists\n"
+	  "  --deploy-context NAME        kubeconfig context to deploy to (default local-k8s-admin)\n"
+	  "  --agent-runtime-class NAME   RuntimeClass of the agent pod (default kata-clh)\n"
+	  "  --mitm-runtime-class NAME    RuntimeClass of the mitm pod (default none)\n"
+	  "  --mitmproxy-image REF        the mitm pod's image (default mitmproxy/mitmproxy:12)\n"
+	  "  --registry-image REF         the in-cluster registry's image (default registry:2)\n"
+	  "  --image REF                  run this agent image; build nothing\n"
+	  "  --registry HOST:PORT         push the agent image there (default localhost:5000)\n"
+	  "  --ttl DURATION               stop the session after this long (default 24h)\n"
+	  "  --idle-timeout DURATION      stop it after this long without a client (default 4h)\n"
+	  "  --allow-dns                  let the agent resolve names (reopens a channel the\n"
+	  "                               allow-list cannot see; off by default)\n"
+	  "  --debug                      keep the agent's debug output\n"
+	  "  -d, --detach                 print the session id once it runs, and exit\n"
+	  "  --json                       with --detach: print the session as JSON\n"
+	  "  --dry-run                    print every object as a Kubernetes List; touch nothing\n"
+	  "  -o json|yaml                 the --dry-run format (default json)\n"
+	  "  --show-secrets               with --dry-run: show Secret data instead of sizes\n"
+	  "\nDurations: 90s, 30m, 2h, 1d. Ctrl-C before the session runs cancels it (exit 130).\n"
+	  "Exit status: the agent's own exit code once attached; 0 when detached.\n" },
+	{ "attach", up_cmd_attach, "Attach this terminal to a running session (several may attach).",
+	  "SESSION", "SESSION is the 12-hex id or the namespace name (uplink list shows them).\n" },
+	{ "list", up_cmd_list, "List sessions.", "[--all] [--json]",
+	  "Options:\n  --all   also sessions that have ended\n  --json  print them as JSON\n" },
+	{ "stop", up_cmd_stop, "Stop sessions and delete their namespaces.", "SESSION...", "" },
 	{ "status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
 	  "[--json]",
 	  "Options:\n"

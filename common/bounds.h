@@ -119,6 +119,12 @@
 #define UP_MAX_TEMPLATE_SIZE (256 * 1024)
 #define UP_MAX_ADDON_SOURCE (1024 * 1024)
 
+/* Sessions: how long the pods may take to become Ready (UPLINK_START_TIMEOUT_S overrides). */
+#define UP_SESSION_START_TIMEOUT_S 300
+/* Session lifetime and idle limit unless --ttl and --idle-timeout say otherwise. */
+#define UP_SESSION_DEFAULT_TTL_S (24 * 3600)
+#define UP_SESSION_DEFAULT_IDLE_S (4 * 3600)
+
 /* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
  * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */
 #define UP_AGENT_MAX_HOST_FILE (4 * 1024 * 1024)

@@ -17,6 +17,9 @@
 	XX(TOO_MANY_CLIENTS, -32003, "uplinkd serves too many clients at once")         \
 	XX(SHUTTING_DOWN, -32004, "uplinkd is shutting down")                            \
 	XX(SESSION_NOT_FOUND, -32010, "session not found")                               \
+	XX(SESSION_STOPPED, -32011, "the session stopped before it was running")          \
+	XX(POD_NOT_READY, -32012, "the session's pods did not become ready")              \
+	XX(SESSION_ENDED, -32013, "the session has ended")                                \
 	XX(CLUSTER_UNREACHABLE, -32020, "the Kubernetes API server cannot be reached")   \
 	XX(PREREQ_MISSING, -32030, "a prerequisite is missing")                          \
 	XX(RULES_INVALID, -32040, "the rules are invalid")                                \

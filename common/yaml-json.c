@@ -225,3 +225,130 @@ out:
 	*ret = doc;
 	return 0;
 }
+
+struct out {
+	char *buf;
+	size_t len, cap;
+};
+
+static int out_write(void *data, unsigned char *buffer, size_t size)
+{
+	struct out *o = data;
+
+	if (o->len + size + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 4096;
+		while (cap < o->len + size + 1)
+			cap *= 2;
+		char *b = realloc(o->buf, cap);
+		if (!b)
+			return 0;
+		o->buf = b;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, buffer, size);
+	o->len += size;
+	o->buf[o->len] = '\0';
+	return 1;
+}
+
+static int emit(yaml_emitter_t *e, yaml_event_t *ev)
+{
+	return yaml_emitter_emit(e, ev) ? 0 : -EIO;
+}
+
+static int emit_scalar(yaml_emitter_t *e, const char *s, bool plain_ok)
+{
+	yaml_event_t ev;
+
+	yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain_ok,
+				     !plain_ok, plain_ok ? YAML_ANY_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	return emit(e, &ev);
+}
+
+static int emit_node(yaml_emitter_t *e, const json_t *v)
+{
+	yaml_event_t ev;
+	char num[64];
+	const char *key;
+	json_t *x;
+	size_t i;
+	int r = 0;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+		r = emit(e, &ev);
+		json_object_foreach((json_t *)v, key, x) {
+			if (r >= 0)
+				r = emit_scalar(e, key, true);
+			if (r >= 0)
+				r = emit_node(e, x);
+		}
+		yaml_mapping_end_event_initialize(&ev);
+		return r < 0 ? r : emit(e, &ev);
+	case JSON_ARRAY:
+		yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+		r = emit(e, &ev);
+		json_array_foreach(v, i, x)
+			if (r >= 0)
+				r = emit_node(e, x);
+		yaml_sequence_end_event_initialize(&ev);
+		return r < 0 ? r : emit(e, &ev);
+	case JSON_STRING: {
+		/* A string that would load back as null, a boolean or a number must be quoted. */
+		json_t *back = plain_scalar(json_string_value(v));
+		bool plain = json_is_string(back) && strcmp(json_string_value(back), json_string_value(v)) == 0;
+		json_decref(back);
+		return emit_scalar(e, json_string_value(v), plain);
+	}
+	case JSON_INTEGER:
+		(void)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return emit_scalar(e, num, true);
+	case JSON_REAL:
+		(void)snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+		return emit_scalar(e, num, true);
+	case JSON_TRUE:
+		return emit_scalar(e, "true", true);
+	case JSON_FALSE:
+		return emit_scalar(e, "false", true);
+	case JSON_NULL:
+		return emit_scalar(e, "null", true);
+	}
+	return -EINVAL;
+}
+
+char *up_yaml_dump(const json_t *v)
+{
+	struct out o = { 0 };
+	yaml_emitter_t e;
+	yaml_event_t ev;
+	int r;
+
+	if (!yaml_emitter_initialize(&e))
+		return NULL;
+	yaml_emitter_set_output(&e, out_write, &o);
+	yaml_emitter_set_unicode(&e, 1);
+	yaml_emitter_set_width(&e, -1);
+	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+	r = emit(&e, &ev);
+	if (r >= 0) {
+		yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+		r = emit(&e, &ev);
+	}
+	if (r >= 0)
+		r = emit_node(&e, v);
+	if (r >= 0) {
+		yaml_document_end_event_initialize(&ev, 1);
+		r = emit(&e, &ev);
+	}
+	if (r >= 0) {
+		yaml_stream_end_event_initialize(&ev);
+		r = emit(&e, &ev);
+	}
+	yaml_emitter_delete(&e);
+	if (r < 0) {
+		free(o.buf);
+		return NULL;
+	}
+	return o.buf;
+}

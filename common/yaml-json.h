@@ -14,3 +14,9 @@
  * document is returned. On failure, `err` reads "line L, column C: what".
  */
 int up_yaml_load(const char *text, size_t len, json_t **ret, char *err, size_t err_len) _wur_;
+
+/*
+ * A jansson tree as YAML (block style, keys in their order). Strings that would read
+ * as another type are quoted. Returns a NUL-terminated string the caller frees, or NULL.
+ */
+char *up_yaml_dump(const json_t *v);

@@ -28,6 +28,8 @@ struct up_cluster {
 	enum cluster_state state;
 	char error[1024];
 	bool loading, freed;
+	up_cluster_event_fn listener;
+	void *listener_ud;
 };
 
 struct load_work {
@@ -93,8 +95,39 @@ static void update_sync(struct up_cluster *c)
 {
 	if (c->state == CLUSTER_FAILING)
 		return;
-	if (up_kube_watch_synced(c->namespaces) && up_kube_watch_synced(c->pods))
+	if (up_kube_watch_synced(c->namespaces) && up_kube_watch_synced(c->pods)) {
+		bool was_ready = c->state == CLUSTER_READY;
 		set_state(c, CLUSTER_READY, NULL);
+		if (!was_ready && c->listener)
+			c->listener(NULL, UP_WATCH_ADDED, NULL, c->listener_ud);
+	}
+}
+
+static void on_namespace_event(enum up_watch_event ev, json_t *obj, void *ud)
+{
+	struct up_cluster *c = ud;
+
+	if (c->listener)
+		c->listener("Namespace", ev, obj, c->listener_ud);
+}
+
+static void on_pod_event(enum up_watch_event ev, json_t *obj, void *ud)
+{
+	struct up_cluster *c = ud;
+
+	if (c->listener)
+		c->listener("Pod", ev, obj, c->listener_ud);
+}
+
+void up_cluster_set_listener(struct up_cluster *c, up_cluster_event_fn fn, void *ud)
+{
+	c->listener = fn;
+	c->listener_ud = ud;
+}
+
+bool up_cluster_ready(const struct up_cluster *c)
+{
+	return c && c->state == CLUSTER_READY;
 }
 
 static void on_watch_state(const char *error, void *ud)
@@ -139,11 +172,11 @@ static void on_loaded(int r, const char *error, struct up_kube_context *ctx, voi
 		return;
 	}
 	set_state(c, CLUSTER_SYNCING, NULL);
-	r = up_kube_watch_new(c->kube, "Namespace", UP_MANAGED_SELECTOR, NULL, on_watch_state, c,
-			      &c->namespaces);
+	r = up_kube_watch_new(c->kube, "Namespace", UP_MANAGED_SELECTOR, on_namespace_event,
+			      on_watch_state, c, &c->namespaces);
 	if (r >= 0)
-		r = up_kube_watch_new(c->kube, "Pod", UP_MANAGED_SELECTOR, NULL, on_watch_state, c,
-				      &c->pods);
+		r = up_kube_watch_new(c->kube, "Pod", UP_MANAGED_SELECTOR, on_pod_event, on_watch_state,
+				      c, &c->pods);
 	if (r < 0)
 		set_state(c, CLUSTER_UNAVAILABLE, strerror(-r));
 }

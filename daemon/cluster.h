@@ -28,6 +28,14 @@ struct up_kube *up_cluster_kube(const struct up_cluster *c);
 struct up_kube_watch *up_cluster_namespaces(const struct up_cluster *c);
 struct up_kube_watch *up_cluster_pods(const struct up_cluster *c);
 
+/*
+ * One listener for every change the shared watches see (kind "Namespace" or "Pod"),
+ * and for the cluster becoming ready (kind NULL). The object is borrowed.
+ */
+typedef void (*up_cluster_event_fn)(const char *kind, enum up_watch_event ev, json_t *obj, void *ud);
+void up_cluster_set_listener(struct up_cluster *c, up_cluster_event_fn fn, void *ud);
+bool up_cluster_ready(const struct up_cluster *c);
+
 /* Loads a kubeconfig context on the threadpool; exactly one callback. */
 typedef void (*up_kubeconfig_loaded_fn)(int r, const char *error, struct up_kube_context *ctx,
 					void *ud);

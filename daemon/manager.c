@@ -17,6 +17,7 @@
 
 #include "bounds.h"
 #include "cluster.h"
+#include "session.h"
 #include "log.h"
 #include "paths.h"
 #include "protocol.h"
@@ -27,7 +28,7 @@
 #define UP_SHUTDOWN_FLUSH_MS 3000
 
 struct up_manager {
-	struct up_cluster *cluster;
+	struct up_sessions *sessions; /* and through them, the deploy clusters */
 	uv_loop_t loop;
 	bool loop_ready;
 	struct up_rpc *rpc;
@@ -73,6 +74,7 @@ static int (*const rpc_domains[])(struct up_rpc *rpc, struct up_manager *m) = {
 	up_rpc_daemon_register,
 	up_rpc_rules_register,
 	up_rpc_doctor_register,
+	up_rpc_session_register,
 };
 
 static int take_lock(struct up_manager *m)
@@ -233,10 +235,10 @@ int up_manager_start(struct up_manager *m)
 	r = arm_handles(m);
 	if (r < 0)
 		return r;
-	/* The deploy cluster loads in the background; the daemon serves meanwhile. */
-	r = up_cluster_new(&m->loop, NULL, getenv("UPLINK_DEPLOY_CONTEXT"), &m->cluster);
+	/* Records and the deploy cluster load in the background; the daemon serves meanwhile. */
+	r = up_sessions_new(m, &m->loop, &m->sessions);
 	if (r < 0)
-		log_warning_errno(r, "Cannot start loading the deploy cluster, ignoring");
+		return log_error_errno(r, "Cannot set up the sessions");
 	log_info("Listening on %s%s", m->socket_path, m->activated ? " (socket-activated)" : "");
 	(void)sd_notifyf(0, "READY=1\nSTATUS=Listening on %s", m->socket_path);
 	return 0;
@@ -261,8 +263,7 @@ void up_manager_stop(struct up_manager *m, const char *why)
 	(void)sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
 	if (m->server)
 		up_server_shutdown(m->server);
-	up_cluster_free(m->cluster);
-	m->cluster = NULL;
+	up_sessions_shutdown(m->sessions);
 	if (m->handles_ready) {
 		uv_close((uv_handle_t *)&m->sig_term, NULL);
 		uv_close((uv_handle_t *)&m->sig_int, NULL);
@@ -293,7 +294,12 @@ void up_manager_get_info(const struct up_manager *m, struct up_manager_info *inf
 
 struct up_cluster *up_manager_cluster(struct up_manager *m)
 {
-	return m->cluster;
+	return m->sessions && !m->stopping ? up_sessions_cluster(m->sessions, NULL) : NULL;
+}
+
+struct up_sessions *up_manager_sessions(struct up_manager *m)
+{
+	return m->sessions;
 }
 
 uv_loop_t *up_manager_loop(struct up_manager *m)
@@ -322,6 +328,8 @@ struct up_manager *up_manager_free(struct up_manager *m)
 		if (uv_loop_close(&m->loop) != 0)
 			log_error("Handles were left open at exit");
 	}
+	up_sessions_free(m->sessions); /* after the loop drained: no record write in flight */
+	m->sessions = NULL;
 	m->server = up_server_free(m->server);
 	m->rpc = up_rpc_free(m->rpc);
 	if (m->bound)

@@ -40,6 +40,10 @@ struct up_rpc;
 int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_doctor_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+
+struct up_sessions;
+struct up_sessions *up_manager_sessions(struct up_manager *m);
 
 /* The deploy cluster (NULL while stopping). */
 struct up_cluster;

@@ -5,6 +5,7 @@
 #include <uv.h>
 
 #include "cluster.h"
+#include "session.h"
 #include "config.h"
 #include "manager.h"
 #include "protocol.h"
@@ -63,6 +64,8 @@ static int rpc_status(struct up_request *req, void *params, void *userdata)
 		return -ENOMEM;
 	if (up_manager_cluster(userdata))
 		(void)json_object_set_new(r, "cluster", up_cluster_status(up_manager_cluster(userdata)));
+	if (up_manager_sessions(userdata))
+		(void)json_object_set_new(r, "sessions", up_sessions_counts(up_manager_sessions(userdata)));
 	up_request_reply(req, r);
 	return 0;
 }

@@ -12,6 +12,9 @@ from fakekube_kinds import BY_KIND, name_errors
 
 NODE = "fakekube-node"
 NEVER_READY = "fakekube/never-ready"
+# A pod with a container image containing this never becomes ready either (for clients
+# that cannot add annotations to the pods they create).
+NEVER_READY_IMAGE = "fakekube-never-ready"
 _CONTAINER_ORDER = ["name", "image", "command", "args", "workingDir", "ports", "envFrom", "env",
                     "resources", "volumeMounts", "terminationMessagePath",
                     "terminationMessagePolicy", "imagePullPolicy", "securityContext"]
@@ -341,7 +344,9 @@ class Lifecycle:
             if st.get("phase") != "Pending":
                 return
             now = _ts()
-            never = (pod["metadata"].get("annotations") or {}).get(NEVER_READY) == "true"
+            never = ((pod["metadata"].get("annotations") or {}).get(NEVER_READY) == "true" or
+                     any(NEVER_READY_IMAGE in c.get("image", "")
+                         for c in pod["spec"].get("containers") or []))
             st["hostIP"] = "10.0.0.10"
             st["hostIPs"] = [{"ip": "10.0.0.10"}]
             st["startTime"] = now

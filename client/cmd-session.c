@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* uplink run, attach, list, stop */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "yaml-json.h"
+
+enum flag_kind { FLAG_STRING, FLAG_BOOL, FLAG_LIST, FLAG_MODE, FLAG_LOCAL };
+
+/* `uplink run` flags: name, the session.start parameter it sets, and how. */
+static const struct run_flag {
+	const char *name;
+	const char *param;
+	enum flag_kind kind;
+} run_flags[] = {
+	{ "anthropic", "anthropic", FLAG_MODE },
+	{ "bedrock", "bedrock", FLAG_MODE },
+	{ "mode", "mode", FLAG_STRING },
+	{ "rules", "rules", FLAG_LIST },
+	{ "no-default-rules", "no_default_rules", FLAG_BOOL },
+	{ "allow-exec", "allow_exec", FLAG_BOOL },
+	{ "force-rebuild", "force_rebuild", FLAG_BOOL },
+	{ "deploy-context", "deploy_context", FLAG_STRING },
+	{ "agent-runtime-class", "agent_runtime_class", FLAG_STRING },
+	{ "mitm-runtime-class", "mitm_runtime_class", FLAG_STRING },
+	{ "mitmproxy-image", "mitmproxy_image", FLAG_STRING },
+	{ "registry-image", "registry_image", FLAG_STRING },
+	{ "image", "image", FLAG_STRING },
+	{ "registry", "registry", FLAG_STRING },
+	{ "ttl", "ttl", FLAG_STRING },
+	{ "idle-timeout", "idle_timeout", FLAG_STRING },
+	{ "allow-dns", "allow_dns", FLAG_BOOL },
+	{ "debug", "debug", FLAG_BOOL },
+	{ "dry-run", "dry_run", FLAG_BOOL },
+	{ "show-secrets", "show_secrets", FLAG_BOOL },
+	{ "detach", NULL, FLAG_LOCAL },
+	{ "output", NULL, FLAG_LOCAL },
+	{ "json", NULL, FLAG_LOCAL },
+	{ "help", NULL, FLAG_LOCAL },
+};
+
+struct run_state {
+	bool detach, json, tty;
+	const char *output;
+	double started;
+	char last_phase[32];
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void on_sigint(int sig)
+{
+	static const char msg[] = "\nuplink: cancelled; uplinkd tears the session down\n";
+
+	(void)sig;
+	/* Closing our connection is what tells the daemon; exit does that. */
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	_exit(130);
+}
+
+static void on_notify(const char *method, json_t *p, void *ud)
+{
+	struct run_state *st = ud;
+	const char *phase = json_string_value(json_object_get(p, "phase"));
+	const char *msg = json_string_value(json_object_get(p, "message"));
+	json_int_t done = json_integer_value(json_object_get(p, "done"));
+	json_int_t total = json_integer_value(json_object_get(p, "total"));
+	char step[48] = "";
+
+	if (strcmp(method, "session.progress") != 0 || !phase)
+		return;
+	if (total > 0)
+		(void)snprintf(step, sizeof(step), " [%lld/%lld]", (long long)done, (long long)total);
+	if (st->tty) {
+		/* One line per phase, redrawn in place; a new phase starts a new line. */
+		if (st->last_phase[0] && strcmp(st->last_phase, phase) != 0)
+			fputc('\n', stderr);
+		fprintf(stderr, "\r\033[K%6.1fs %-8s%s %.*s", now_s() - st->started, phase, step, 100,
+			msg ? msg : "");
+	} else {
+		fprintf(stderr, "%6.1fs %s%s %s\n", now_s() - st->started, phase, step, msg ? msg : "");
+	}
+	(void)snprintf(st->last_phase, sizeof(st->last_phase), "%s", phase);
+	fflush(stderr);
+}
+
+static int attach_with_kubectl(struct up_cli *cli, const char *id);
+
+static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t *params,
+		     struct run_state *st)
+{
+	struct option opts[ELEMENTSOF(run_flags) + 1];
+	int c, idx;
+
+	for (size_t i = 0; i < ELEMENTSOF(run_flags); i++)
+		opts[i] = (struct option){ run_flags[i].name,
+					   run_flags[i].kind == FLAG_STRING || run_flags[i].kind == FLAG_LIST ||
+							   !strcmp(run_flags[i].name, "output")
+						   ? required_argument
+						   : no_argument,
+					   NULL, 1000 + (int)i };
+	opts[ELEMENTSOF(run_flags)] = (struct option){ 0 };
+	optind = 0;
+	/* Options may come before or after the agent's name; everything after "--" is the agent's. */
+	while ((c = getopt_long(argc, argv, "hdo:", opts, &idx)) != -1) {
+		const struct run_flag *f = c >= 1000 ? &run_flags[c - 1000] : NULL;
+		if (c == 'h' || (f && !strcmp(f->name, "help"))) {
+			up_cli_command_help(cmd, stdout);
+			return -1;
+		}
+		if (c == 'd' || (f && !strcmp(f->name, "detach")))
+			st->detach = true;
+		else if (c == 'o' || (f && !strcmp(f->name, "output")))
+			st->output = optarg;
+		else if (f && !strcmp(f->name, "json"))
+			st->json = true;
+		else if (!f)
+			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		else if (f->kind == FLAG_STRING)
+			(void)json_object_set_new(params, f->param, json_string(optarg));
+		else if (f->kind == FLAG_BOOL)
+			(void)json_object_set_new(params, f->param, json_true());
+		else if (f->kind == FLAG_MODE)
+			(void)json_object_set_new(params, "mode", json_string(f->param));
+		else if (f->kind == FLAG_LIST) {
+			char path[PATH_MAX + 256], cwd[PATH_MAX];
+			/* The daemon has its own cwd: name files absolutely. */
+			if (optarg[0] != '/' && getcwd(cwd, sizeof(cwd)) &&
+			    snprintf(path, sizeof(path), "%s/%s", cwd, optarg) < (int)sizeof(path))
+				;
+			else
+				(void)snprintf(path, sizeof(path), "%s", optarg);
+			json_t *list = json_object_get(params, f->param);
+			if (!list)
+				(void)json_object_set_new(params, f->param, list = json_array());
+			(void)json_array_append_new(list, json_string(path));
+		}
+	}
+	if (st->output && strcmp(st->output, "json") && strcmp(st->output, "yaml"))
+		return up_cli_usage_error(cmd, "-o takes json or yaml, not '%s'", st->output);
+	if (optind >= argc)
+		return up_cli_usage_error(cmd, "name the agent to run, e.g. uplink run claude");
+	(void)json_object_set_new(params, "agent", json_string(argv[optind++]));
+	json_t *args = json_array();
+	for (; optind < argc; optind++)
+		(void)json_array_append_new(args, json_string(argv[optind]));
+	(void)json_object_set_new(params, "args", args);
+	return 0;
+}
+
+static int print_dry_run(const json_t *result, const struct run_state *st)
+{
+	json_t *objects = json_object_get(result, "objects");
+	char *text = st->output && !strcmp(st->output, "yaml") ? up_yaml_dump(objects)
+							       : json_dumps(objects, JSON_INDENT(2));
+
+	if (!text)
+		return UP_EXIT_FAILED;
+	fputs(text, stdout);
+	if (text[strlen(text) - 1] != '\n')
+		fputc('\n', stdout);
+	free(text);
+	fprintf(stderr, "uplink: dry run: nothing was sent to the cluster or docker; the agent pod's "
+			"hostAliases entry for mitm is added once the mitm Service has its cluster IP\n");
+	return UP_EXIT_OK;
+}
+
+int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	struct run_state st = { .tty = isatty(STDERR_FILENO), .started = now_s() };
+	struct up_rpc_error err = { 0 };
+	json_t *params = json_object(), *result = NULL;
+	char cwd[PATH_MAX];
+	int r;
+
+	r = parse_run(cmd, argc, argv, params, &st);
+	if (r != 0) {
+		json_decref(params);
+		return r < 0 ? UP_EXIT_OK : r;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		json_decref(params);
+		fprintf(stderr, "uplink run: cannot tell the current folder: %s\n", strerror(errno));
+		return UP_EXIT_FAILED;
+	}
+	(void)json_object_set_new(params, "cwd", json_string(cwd));
+	r = up_cli_connect(cli);
+	if (r != 0) {
+		json_decref(params);
+		return r;
+	}
+	(void)signal(SIGINT, on_sigint);
+	(void)signal(SIGTERM, on_sigint);
+	r = up_rpc_client_call(cli->rpc, "session.start", params, -1, on_notify, &st, &result, &err);
+	if (st.tty && st.last_phase[0])
+		fputc('\n', stderr);
+	(void)signal(SIGINT, SIG_DFL);
+	if (r != 0)
+		return up_cli_report(cli, r, &err);
+	if (json_object_get(result, "objects")) {
+		r = print_dry_run(result, &st);
+	} else if (st.detach) {
+		if (st.json)
+			up_print_json(result);
+		else
+			printf("%s\n", json_string_value(json_object_get(result, "id")));
+		r = UP_EXIT_OK;
+	} else {
+		fprintf(stderr, "uplink: session %s is running; attaching (detach with Ctrl-b d, come "
+				"back with: uplink attach %s)\n",
+			json_string_value(json_object_get(result, "id")),
+			json_string_value(json_object_get(result, "id")));
+		r = attach_with_kubectl(cli, json_string_value(json_object_get(result, "id")));
+	}
+	json_decref(result);
+	return r;
+}
+
+/* Runs kubectl exec -it as a child; afterwards the agent's exit code, when it has exited. */
+static int attach_with_kubectl(struct up_cli *cli, const char *id)
+{
+	json_t *info = NULL, *argv_json, *v, *after = NULL;
+	const char *kubectl = getenv("UPLINK_KUBECTL");
+	char **argv;
+	size_t i, n;
+	pid_t pid;
+	int r, status = 0;
+
+	r = up_cli_call(cli, "session.attach", json_pack("{s:s}", "id", id), &info);
+	if (r != 0)
+		return r;
+	argv_json = json_object_get(info, "argv");
+	n = json_array_size(argv_json);
+	argv = calloc(n + 1, sizeof(char *));
+	json_array_foreach(argv_json, i, v)
+		argv[i] = (char *)json_string_value(v);
+	if (kubectl && *kubectl)
+		argv[0] = (char *)kubectl;
+	pid = fork();
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "uplink: cannot run %s: %s. Install kubectl to attach; the session keeps "
+				"running: uplink attach %s\n", argv[0], strerror(errno), id);
+		_exit(127);
+	}
+	(void)signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C belongs to the agent */
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	(void)signal(SIGINT, SIG_DFL);
+	free(argv);
+	json_decref(info);
+	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) == 127)
+		return UP_EXIT_FAILED;
+	/* kubectl returns when tmux detaches or the agent ends; the daemon knows which. */
+	if (up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &after) == 0) {
+		json_t *code = json_object_get(after, "exit_code");
+		r = json_is_integer(code) ? (int)json_integer_value(code) : UP_EXIT_OK;
+		if (!json_is_integer(code))
+			fprintf(stderr, "uplink: detached; session %s keeps running (uplink attach %s)\n", id, id);
+		json_decref(after);
+		return r;
+	}
+	return UP_EXIT_OK;
+}
+
+static int one_id_command(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv,
+			  int (*fn)(struct up_cli *cli, const char *id))
+{
+	int r = UP_EXIT_OK;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		up_cli_command_help(cmd, stdout);
+		return UP_EXIT_OK;
+	}
+	if (argc < 2)
+		return up_cli_usage_error(cmd, "name a session (uplink list shows them)");
+	for (int i = 1; i < argc; i++) {
+		int k = fn(cli, argv[i]);
+		if (k != 0)
+			r = k;
+	}
+	return r;
+}
+
+static int attach_one(struct up_cli *cli, const char *id)
+{
+	return attach_with_kubectl(cli, id);
+}
+
+int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	if (argc > 2)
+		return up_cli_usage_error(cmd, "attach takes one session");
+	return one_id_command(cli, cmd, argc, argv, attach_one);
+}
+
+static int stop_one(struct up_cli *cli, const char *id)
+{
+	json_t *res = NULL;
+	int r = up_cli_call(cli, "session.stop", json_pack("{s:s}", "id", id), &res);
+
+	if (r == 0)
+		printf("%s: stopping\n", json_string_value(json_object_get(res, "id")));
+	json_decref(res);
+	return r;
+}
+
+int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	return one_id_command(cli, cmd, argc, argv, stop_one);
+}
+
+int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	bool json = false, all = false;
+	json_t *res = NULL, *s;
+	size_t i;
+	int r;
+
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--json"))
+			json = true;
+		else if (!strcmp(argv[a], "--all") || !strcmp(argv[a], "-a"))
+			all = true;
+		else if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help"))
+			return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
+		else
+			return up_cli_usage_error(cmd, "unknown argument '%s'", argv[a]);
+	}
+	r = up_cli_call(cli, "session.list", json_pack("{s:b}", "all", all), &res);
+	if (r != 0)
+		return r;
+	if (json) {
+		up_print_json(json_object_get(res, "sessions"));
+	} else {
+		printf("%-14s %-10s %-8s %-28s %-8s %s\n", "SESSION", "STATUS", "AGE", "NAMESPACE", "AGENT", "CWD");
+		json_array_foreach(json_object_get(res, "sessions"), i, s) {
+			char age[32];
+			json_int_t created = json_integer_value(json_object_get(s, "created_at"));
+			up_format_duration(created ? (double)(time(NULL) - created) : 0, age, sizeof(age));
+			printf("%-14s %-10s %-8s %-28s %-8s %s\n", json_string_value(json_object_get(s, "id")),
+			       json_string_value(json_object_get(s, "state")), age,
+			       json_string_value(json_object_get(s, "namespace")),
+			       json_string_value(json_object_get(s, "agent")),
+			       json_string_value(json_object_get(s, "cwd")));
+		}
+	}
+	json_decref(res);
+	return UP_EXIT_OK;
+}

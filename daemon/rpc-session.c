@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The session.* methods. Every check of the request happens here, before any slow step. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/agent.h"
+#include "bounds.h"
+#include "cluster.h"
+#include "duration.h"
+#include "manager.h"
+#include "rpc.h"
+#include "session-private.h"
+
+struct start_params {
+	const char *agent, *mode, *cwd, *deploy_context, *agent_runtime_class, *mitm_runtime_class;
+	const char *mitmproxy_image, *registry_image, *image, *registry, *ttl, *idle_timeout;
+	json_t *args, *rules;
+	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
+};
+
+#define S(name, field) { name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
+#define B(name, field) { name, UP_PARAM_BOOL, offsetof(struct start_params, field), 0, NULL }
+static const struct up_param start_params[] = {
+	{ "agent", UP_PARAM_STRING, offsetof(struct start_params, agent), UP_PARAM_MANDATORY, NULL },
+	{ "cwd", UP_PARAM_STRING, offsetof(struct start_params, cwd), UP_PARAM_MANDATORY, NULL },
+	S("mode", mode), S("deploy_context", deploy_context),
+	S("agent_runtime_class", agent_runtime_class), S("mitm_runtime_class", mitm_runtime_class),
+	S("mitmproxy_image", mitmproxy_image), S("registry_image", registry_image), S("image", image),
+	S("registry", registry), S("ttl", ttl), S("idle_timeout", idle_timeout),
+	{ "args", UP_PARAM_STRV, offsetof(struct start_params, args), UP_PARAM_NULLABLE, NULL },
+	{ "rules", UP_PARAM_STRV, offsetof(struct start_params, rules), UP_PARAM_NULLABLE, NULL },
+	B("no_default_rules", no_default_rules), B("allow_exec", allow_exec),
+	B("force_rebuild", force_rebuild), B("allow_dns", allow_dns), B("dry_run", dry_run),
+	B("show_secrets", show_secrets), B("debug", debug),
+	{ 0 },
+};
+#undef S
+#undef B
+
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+void up_session_opts_done(struct up_session_opts *o)
+{
+	char **strs[] = { &o->agent, &o->mode, &o->cwd, &o->deploy_context, &o->agent_runtime_class,
+			  &o->mitm_runtime_class, &o->mitm_image, &o->registry_image, &o->image,
+			  &o->registry, &o->user, &o->home };
+
+	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
+		free(*strs[i]);
+		*strs[i] = NULL;
+	}
+	json_decref(o->rules);
+	json_decref(o->args);
+	o->rules = o->args = NULL;
+}
+
+static bool dns_name(const char *s)
+{
+	return s && *s && strlen(s) <= 253 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(s) && s[0] != '-' && s[0] != '.';
+}
+
+static bool image_ref(const char *s)
+{
+	return s && *s && strlen(s) <= 512 && !strpbrk(s, " \t\n\"'\\");
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* 0, or -EINVAL with a sentence naming the flag and the value. */
+static int check_start(const struct start_params *p, const struct up_sessions *all,
+		       struct up_session_opts *o, char *why, size_t len)
+{
+	const struct up_agent_impl *a = up_agent_find(p->agent);
+	char known[256], err[256];
+	size_t i;
+	json_t *v;
+
+	if (!a) {
+		(void)up_agent_describe_all(known, sizeof(known));
+		return snprintf(why, len, "unknown agent '%s'; known: %s", p->agent, known), -EINVAL;
+	}
+	if (p->mode && *p->mode && !up_agent_find_mode(a, p->mode)) {
+		(void)up_agent_describe_all(known, sizeof(known));
+		return snprintf(why, len, "agent %s has no mode '%s'; known: %s", p->agent, p->mode, known), -EINVAL;
+	}
+	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./"))
+		return snprintf(why, len, "the working folder '%s' must be an absolute, normalised path", p->cwd), -EINVAL;
+	if (!under(p->cwd, all->home) || !strcmp(p->cwd, all->home) || !strncmp(all->home, "/", 2))
+		return snprintf(why, len, "the working folder %s is not inside your home %s: uplink mounts "
+				"only folders under home into the agent; cd into a project first",
+				p->cwd, all->home), -EINVAL;
+	json_array_foreach(p->rules, i, v)
+		if (json_string_value(v)[0] != '/')
+			return snprintf(why, len, "--rules: '%s' is not an absolute path", json_string_value(v)), -EINVAL;
+	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
+		return snprintf(why, len, "--agent-runtime-class: '%s' is not a valid RuntimeClass name",
+				p->agent_runtime_class), -EINVAL;
+	if (p->mitm_runtime_class && *p->mitm_runtime_class && !dns_name(p->mitm_runtime_class))
+		return snprintf(why, len, "--mitm-runtime-class: '%s' is not a valid RuntimeClass name",
+				p->mitm_runtime_class), -EINVAL;
+	if ((p->image && !image_ref(p->image)) || (p->mitmproxy_image && !image_ref(p->mitmproxy_image)) ||
+	    (p->registry_image && !image_ref(p->registry_image)) || (p->registry && !image_ref(p->registry)))
+		return snprintf(why, len, "--image, --mitmproxy-image, --registry-image and --registry take "
+				"an image reference or host:port without spaces or quotes"), -EINVAL;
+	o->ttl_s = UP_SESSION_DEFAULT_TTL_S;
+	o->idle_s = UP_SESSION_DEFAULT_IDLE_S;
+	if (p->ttl && up_duration_parse(p->ttl, &o->ttl_s, err, sizeof(err)) < 0)
+		return snprintf(why, len, "--ttl: %s", err), -EINVAL;
+	if (p->ttl && o->ttl_s < 60)
+		return snprintf(why, len, "--ttl: %s is too short; give at least 1m", p->ttl), -EINVAL;
+	if (p->idle_timeout && up_duration_parse(p->idle_timeout, &o->idle_s, err, sizeof(err)) < 0)
+		return snprintf(why, len, "--idle-timeout: %s", err), -EINVAL;
+	return 0;
+}
+
+static int fill_opts(const struct start_params *p, const struct up_sessions *all, struct up_session_opts *o)
+{
+	*o = (struct up_session_opts){ .ttl_s = o->ttl_s, .idle_s = o->idle_s };
+	o->agent = strdup(p->agent);
+	o->mode = dup_or_null(p->mode);
+	o->cwd = strdup(p->cwd);
+	o->deploy_context = p->deploy_context ? strdup(p->deploy_context) : NULL;
+	o->agent_runtime_class = p->agent_runtime_class ? strdup(p->agent_runtime_class) : NULL;
+	o->mitm_runtime_class = dup_or_null(p->mitm_runtime_class);
+	o->mitm_image = dup_or_null(p->mitmproxy_image);
+	o->registry_image = dup_or_null(p->registry_image);
+	o->image = dup_or_null(p->image);
+	o->registry = dup_or_null(p->registry);
+	o->user = strdup(all->user);
+	o->home = strdup(all->home);
+	o->rules = p->rules ? json_deep_copy(p->rules) : json_array();
+	o->args = p->args ? json_deep_copy(p->args) : json_array();
+	o->no_default_rules = p->no_default_rules;
+	o->allow_exec = p->allow_exec;
+	o->force_rebuild = p->force_rebuild;
+	o->allow_dns = p->allow_dns;
+	o->dry_run = p->dry_run;
+	o->show_secrets = p->show_secrets;
+	o->debug = p->debug;
+	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? 0 : -ENOMEM;
+}
+
+static struct up_sessions *sessions_of(void *userdata)
+{
+	return up_manager_sessions(userdata);
+}
+
+static int rpc_start(struct up_request *req, void *params, void *userdata)
+{
+	struct up_sessions *all = sessions_of(userdata);
+	struct start_params *p = params;
+	struct up_session_opts o = { 0 };
+	struct up_session *s;
+	char why[1024], id[UP_SESSION_ID_LEN + 1];
+	int r;
+
+	if (!all->tpl) {
+		up_request_errorf(req, UP_ERR_PREREQ_MISSING, "sessions cannot start: %s; reinstall uplink "
+				  "(./install.sh) or set UPLINK_DATA_DIR", all->tpl_error);
+		return 0;
+	}
+	if (check_start(p, all, &o, why, sizeof(why)) < 0) {
+		up_request_error(req, UP_ERR_INVALID_PARAMS, why);
+		return 0;
+	}
+	r = fill_opts(p, all, &o);
+	if (r >= 0)
+		r = up_session_id_new(id);
+	s = r >= 0 ? up_session_new(all, id) : NULL;
+	if (!s) {
+		up_session_opts_done(&o);
+		return r < 0 ? r : -ENOMEM;
+	}
+	s->o = o;
+	(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
+	s->cluster = up_sessions_cluster(all, s->o.deploy_context);
+	r = up_session_begin(s, req);
+	if (r < 0) {
+		up_session_free(s);
+		return r;
+	}
+	return 0;
+}
+
+struct id_params {
+	const char *id;
+};
+
+static const struct up_param id_params[] = {
+	{ "id", UP_PARAM_STRING, offsetof(struct id_params, id), UP_PARAM_MANDATORY, NULL },
+	{ 0 },
+};
+
+static struct up_session *find(struct up_request *req, void *userdata, const char *id)
+{
+	struct up_session *s = up_sessions_find(sessions_of(userdata), id);
+
+	if (!s)
+		up_request_errorf(req, UP_ERR_SESSION_NOT_FOUND,
+				  "no session '%s' (uplink list shows them; ids are 12 hex digits or "
+				  "the namespace name)", id);
+	return s;
+}
+
+static int rpc_get(struct up_request *req, void *params, void *userdata)
+{
+	struct up_session *s = find(req, userdata, ((struct id_params *)params)->id);
+
+	if (s)
+		up_request_reply(req, up_session_describe(s));
+	return 0;
+}
+
+static int rpc_stop(struct up_request *req, void *params, void *userdata)
+{
+	struct up_session *s = find(req, userdata, ((struct id_params *)params)->id);
+
+	if (!s)
+		return 0;
+	if (up_session_stop(s, "stopped by the user") == -EALREADY) {
+		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)", s->id,
+				  up_session_state_to_name(s->state));
+		return 0;
+	}
+	up_request_reply(req, up_session_describe(s));
+	return 0;
+}
+
+static int rpc_attach(struct up_request *req, void *params, void *userdata)
+{
+	struct up_session *s = find(req, userdata, ((struct id_params *)params)->id);
+	char err[256];
+	json_t *info;
+
+	if (!s)
+		return 0;
+	info = up_session_attach_info(s, err, sizeof(err));
+	if (!info)
+		up_request_error(req, UP_ERR_SESSION_ENDED, err);
+	else
+		up_request_reply(req, info);
+	return 0;
+}
+
+struct list_params {
+	bool all;
+};
+
+static const struct up_param list_params[] = {
+	{ "all", UP_PARAM_BOOL, offsetof(struct list_params, all), 0, NULL },
+	{ 0 },
+};
+
+static int rpc_list(struct up_request *req, void *params, void *userdata)
+{
+	up_request_reply(req, json_pack("{s:o}", "sessions",
+					up_sessions_list(sessions_of(userdata), ((struct list_params *)params)->all)));
+	return 0;
+}
+
+static const struct up_method session_methods[] = {
+	{ "session.start", start_params, sizeof(struct start_params), rpc_start, UP_METHOD_MUTATES },
+	{ "session.list", list_params, sizeof(struct list_params), rpc_list, 0 },
+	{ "session.get", id_params, sizeof(struct id_params), rpc_get, 0 },
+	{ "session.stop", id_params, sizeof(struct id_params), rpc_stop, UP_METHOD_MUTATES },
+	{ "session.attach", id_params, sizeof(struct id_params), rpc_attach, 0 },
+	{ 0 },
+};
+
+int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m)
+{
+	return up_rpc_register(rpc, session_methods, m);
+}

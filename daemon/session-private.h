@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include "session.h"
+
+struct up_ruleset;
+struct up_resolve;
+struct up_image_job;
+struct up_kube_call;
+struct up_ca;
+struct up_http;
+struct up_store;
+struct up_manifests;
+struct session_agent;
+struct scall;
+
+#define UP_SESSION_MAX_CALLS 32
+/* The agent pod's main container (manifests/agent-pod.yaml). */
+#define UP_AGENT_CONTAINER "main"
+/* The mitm pod's image unless --mitmproxy-image says otherwise: the official one. */
+#define UP_DEFAULT_MITMPROXY_IMAGE "mitmproxy/mitmproxy:12"
+
+struct up_session {
+	struct up_sessions *all;
+	struct up_list link; /* up_sessions::sessions */
+	char id[16];
+	char ns[48];
+	json_t *record;
+	enum up_session_state state;
+	struct up_session_opts o;
+	struct up_cluster *cluster;
+	struct up_request *req; /* session.start, until it is answered */
+	char owner[24];
+
+	/* Work in flight; each is cancelled when the session is. */
+	uv_work_t work;
+	bool in_work;
+	struct up_resolve *resolve;
+	struct up_image_job *image;
+	struct scall *calls[UP_SESSION_MAX_CALLS]; /* Kubernetes calls in flight */
+	uv_timer_t *timer;
+	unsigned pending;   /* applies outstanding in the current step */
+	unsigned attempts;  /* teardown deletes tried */
+
+	/* What the steps made. */
+	struct session_agent *agent;
+	struct up_ruleset *rs;
+	struct up_ca *ca;
+	json_t *problems;
+	json_t *objects;
+	char *image_ref;
+	char mitm_ip[64];
+	char *prep_error;
+	enum up_error prep_e;
+	bool agent_ready, mitm_ready, applied_anything, freeing;
+	char waiting[512]; /* the last reason a pod gave for not starting */
+};
+
+/* The registry, shared by session.c, sessions.c and rpc-session.c. */
+struct up_sessions {
+	struct up_manager *m;
+	uv_loop_t *loop;
+	struct up_store *store;
+	struct up_manifests *tpl;
+	char tpl_error[512];
+	struct up_http *http;    /* for registry checks */
+	json_t *clusters;        /* context name -> (struct up_cluster *) as an integer */
+	bool closing;            /* shutting down: no new work starts */
+	struct up_list sessions; /* up_session::link */
+	char user[64], home[4096];
+	char owner[24]; /* the uplink.dev/owner label of our namespaces */
+};
+
+/* session.c */
+void up_session_cancel_work(struct up_session *s);
+void up_session_adopt(struct up_session *s);
+void up_session_reconcile(struct up_session *s, json_t *ns);
+void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod);
+void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns);
+struct up_session *up_session_new(struct up_sessions *all, const char *id);
+/* Writes the record, then runs the steps; answers `req` when running or failed. */
+int up_session_begin(struct up_session *s, struct up_request *req) _wur_;
+void up_session_free(struct up_session *s);
+
+/* session-agent.c: the agent's host-side work, on the threadpool. */
+int session_agent_prepare(struct up_session *s, char *err, size_t len);
+int session_agent_rules(struct up_session *s, json_t *problems);
+const struct up_agent_contrib *session_agent_contrib(const struct up_session *s);
+int session_agent_context(const struct up_session *s, char *buf, size_t len);
+const char *const *session_agent_attach_argv(const struct up_session *s);
+void session_agent_free(struct up_session *s);

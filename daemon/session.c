@@ -1,0 +1,975 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One session's life: PREPARING (agent, rules, placeholders, CA) -> BUILDING (the
+ * image) -> DEPLOYING (objects applied, namespace first, agent pod last) ->
+ * STARTING (pods become Ready, seen through the pod watch) -> RUNNING; and on the
+ * way down STOPPED/FAILED/EXITED -> TEARDOWN (namespace deleted) -> GONE. One
+ * set_state() logs, persists and tells the client.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agents/agent.h"
+#include "backoff.h"
+#include "bounds.h"
+#include "ca.h"
+#include "cluster.h"
+#include "image.h"
+#include "jsonrpc.h"
+#include "kube.h"
+#include "log.h"
+#include "manifests.h"
+#include "placeholders.h"
+#include "rpc.h"
+#include "rules.h"
+#include "secret-store.h"
+#include "server.h"
+#include "session-private.h"
+#include "store.h"
+
+static void step_build(struct up_session *s);
+static void step_deploy(struct up_session *s);
+static void step_teardown(struct up_session *s);
+static void fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
+
+static int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* ---- notifications to the client that started the session ---- */
+
+static struct up_conn *starter(const struct up_session *s)
+{
+	return s->req ? s->req->conn : NULL;
+}
+
+static void progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
+		     const char *fmt, ...) _printf_(5, 6);
+static void progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
+		     const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!starter(s))
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	(void)up_conn_notify(starter(s), "session.progress",
+			     json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", s->id, "phase", phase,
+				       "message", msg, "done", (json_int_t)done, "total",
+				       (json_int_t)total));
+}
+
+static void save_done(int r, const char *err, json_t *result, void *ud)
+{
+	char *id = ud;
+
+	(void)result;
+	if (r < 0)
+		log_warning("Cannot save the record of session %s: %s, ignoring", id, err);
+	free(id);
+}
+
+static void save(struct up_session *s)
+{
+	char *id;
+
+	if (!s->record || s->o.dry_run)
+		return;
+	id = strdup(s->id);
+	if (up_store_save_async(s->all->loop, s->all->store, s->record, save_done, id) < 0) {
+		log_warning("Cannot save the record of session %s, ignoring", s->id);
+		free(id);
+	}
+}
+
+static void set_state(struct up_session *s, enum up_session_state to, const char *reason)
+{
+	enum up_session_state from = s->state;
+
+	if (from == to)
+		return;
+	if (!up_session_state_can_move(from, to)) {
+		log_error("Session %s: refused move %s -> %s", s->id, up_session_state_to_name(from),
+			  up_session_state_to_name(to));
+		return;
+	}
+	log_info("Session %s: %s -> %s%s%s", s->id, up_session_state_to_name(from),
+		 up_session_state_to_name(to), reason ? ": " : "", reason ? reason : "");
+	s->state = to;
+	/* On the way down, the reason the session ended stays: it is what `list` shows. */
+	char kept[1024] = "";
+	if (!reason && s->record && (to == UP_SESSION_TEARDOWN || to == UP_SESSION_GONE)) {
+		(void)snprintf(kept, sizeof(kept), "%s", up_record_reason(s->record));
+		reason = kept[0] ? kept : NULL;
+	}
+	if (s->record && up_record_set_state(s->record, to, reason, now_s()) < 0)
+		log_warning("Session %s: the record refused %s, ignoring", s->id, up_session_state_to_name(to));
+	save(s);
+	if (starter(s))
+		(void)up_conn_notify(starter(s), "session.state",
+				     json_pack("{s:s, s:s, s:s, s:s?}", "id", s->id, "old",
+					       up_session_state_to_name(from), "new",
+					       up_session_state_to_name(to), "reason", reason));
+}
+
+/* ---- Kubernetes calls the session owns ---- */
+
+struct scall {
+	struct up_session *s;
+	struct up_kube_call *call;
+	void (*done)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
+};
+
+static void on_call(const struct up_kube_error *err, json_t *obj, void *ud)
+{
+	struct scall *c = ud;
+	struct up_session *s = c->s;
+	void (*done)(struct up_session *, const struct up_kube_error *, json_t *) = c->done;
+
+	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
+		if (s->calls[i] == c)
+			s->calls[i] = NULL;
+	free(c);
+	done(s, err, obj);
+}
+
+static int track(struct up_session *s, struct scall *c)
+{
+	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
+		if (!s->calls[i]) {
+			s->calls[i] = c;
+			return 0;
+		}
+	return -E2BIG;
+}
+
+static struct scall *scall_new(struct up_session *s,
+			       void (*done)(struct up_session *, const struct up_kube_error *, json_t *))
+{
+	struct scall *c = calloc(1, sizeof(*c));
+
+	if (c) {
+		c->s = s;
+		c->done = done;
+	}
+	return c;
+}
+
+enum call_kind { CALL_APPLY, CALL_DELETE, CALL_GET };
+
+static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, const char *path,
+			void (*done)(struct up_session *, const struct up_kube_error *, json_t *))
+{
+	struct up_kube *k = up_cluster_kube(s->cluster);
+	struct scall *c;
+	int r;
+
+	if (!k)
+		return -ENOTCONN;
+	c = scall_new(s, done);
+	if (!c)
+		return -ENOMEM;
+	r = track(s, c);
+	if (r >= 0 && kind == CALL_APPLY)
+		r = up_kube_apply(k, obj, false, on_call, c, &c->call);
+	else if (r >= 0 && kind == CALL_DELETE)
+		r = up_kube_delete(k, path, on_call, c, &c->call);
+	else if (r >= 0)
+		r = up_kube_get(k, path, on_call, c, &c->call);
+	if (r < 0) {
+		for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
+			if (s->calls[i] == c)
+				s->calls[i] = NULL;
+		free(c);
+		return r;
+	}
+	if (kind == CALL_APPLY)
+		s->applied_anything = true;
+	return 0;
+}
+
+static void cancel_work(struct up_session *s)
+{
+	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
+		if (s->calls[i]) {
+			up_kube_cancel(s->calls[i]->call);
+			free(s->calls[i]);
+			s->calls[i] = NULL;
+		}
+	if (s->resolve) {
+		up_resolve_cancel(s->resolve);
+		s->resolve = NULL;
+	}
+	if (s->image) {
+		up_image_cancel(s->image);
+		s->image = NULL;
+	}
+	if (s->timer)
+		(void)uv_timer_stop(s->timer);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
+{
+	if (s->timer && !s->all->closing)
+		(void)uv_timer_start(s->timer, cb, ms, 0);
+}
+
+/* ---- the way down ---- */
+
+static void answer_error(struct up_session *s, enum up_error e, const char *msg)
+{
+	struct up_request *req = s->req;
+
+	if (!req)
+		return;
+	s->req = NULL;
+	up_request_error(req, e, msg);
+}
+
+static void fail(struct up_session *s, enum up_error e, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (up_session_state_is_terminal(s->state))
+		return;
+	cancel_work(s);
+	answer_error(s, e, msg);
+	set_state(s, UP_SESSION_FAILED, msg);
+	step_teardown(s);
+}
+
+static void on_teardown_timer(uv_timer_t *t);
+
+static void on_namespace_deleted(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	uint64_t ms;
+
+	(void)obj;
+	if (!err) {
+		/* Accepted (or already gone): the namespace watch reports its end. */
+		if (!s->applied_anything || s->o.dry_run)
+			set_state(s, UP_SESSION_GONE, NULL);
+		return;
+	}
+	/* Every teardown is retried until it succeeds: a namespace must never leak. */
+	ms = up_backoff_ms(s->attempts++, 1000, 60000, (uint32_t)uv_hrtime(), -1);
+	log_warning("Session %s: cannot delete namespace %s (%s); again in %llu s", s->id, s->ns,
+		    err->message, (unsigned long long)(ms / 1000));
+	start_timer(s, on_teardown_timer, ms);
+}
+
+static void delete_namespace(struct up_session *s)
+{
+	char path[128];
+
+	if (up_kube_path(path, sizeof(path), "Namespace", NULL, s->ns) < 0 ||
+	    session_call(s, CALL_DELETE, NULL, path, on_namespace_deleted) < 0) {
+		struct up_kube_error e = { .r = -ENOTCONN };
+		(void)snprintf(e.message, sizeof(e.message), "the deploy cluster is not available");
+		on_namespace_deleted(s, &e, NULL);
+	}
+}
+
+static void on_teardown_timer(uv_timer_t *t)
+{
+	delete_namespace(t->data);
+}
+
+static void step_teardown(struct up_session *s)
+{
+	set_state(s, UP_SESSION_TEARDOWN, NULL);
+	if (!s->applied_anything || s->o.dry_run) {
+		set_state(s, UP_SESSION_GONE, NULL);
+		return;
+	}
+	delete_namespace(s);
+}
+
+void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns)
+{
+	(void)ns;
+	if (ev != UP_WATCH_DELETED)
+		return;
+	if (s->state == UP_SESSION_TEARDOWN) {
+		if (s->timer)
+			(void)uv_timer_stop(s->timer);
+		set_state(s, UP_SESSION_GONE, NULL);
+	} else if (s->state == UP_SESSION_RUNNING) {
+		set_state(s, UP_SESSION_GONE, "its namespace was deleted from outside uplink");
+	} else if (up_session_state_is_starting(s->state) && s->applied_anything) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "namespace %s was deleted while the session was starting",
+		     s->ns);
+	}
+}
+
+int up_session_stop(struct up_session *s, const char *reason)
+{
+	if (up_session_state_is_terminal(s->state))
+		return -EALREADY;
+	cancel_work(s);
+	answer_error(s, UP_ERR_SESSION_STOPPED, reason);
+	set_state(s, UP_SESSION_STOPPED, reason);
+	step_teardown(s);
+	return 0;
+}
+
+/* The client that started the session went away before it ran: nothing may outlive that. */
+static void on_start_cancelled(struct up_request *req, void *ud)
+{
+	struct up_session *s = ud;
+
+	(void)req;
+	s->req = NULL;
+	if (up_session_state_is_starting(s->state))
+		(void)up_session_stop(s, "the client that started it went away before it was running");
+}
+
+/* ---- PREPARING: the agent's host side, rules, CA (threadpool), then placeholders ---- */
+
+static void prepare_run(uv_work_t *w)
+{
+	struct up_session *s = w->data;
+	char err[1024] = "";
+	json_t *f;
+	size_t i;
+	int r;
+
+	s->problems = json_array();
+	s->rs = up_ruleset_new();
+	if (!s->problems || !s->rs) {
+		s->prep_e = UP_ERR_INTERNAL_ERROR;
+		s->prep_error = strdup("out of memory");
+		return;
+	}
+	r = session_agent_prepare(s, err, sizeof(err));
+	if (r < 0) {
+		s->prep_e = UP_ERR_PREREQ_MISSING;
+		s->prep_error = strdup(err);
+		return;
+	}
+	r = session_agent_rules(s, s->problems);
+	json_array_foreach(s->o.rules, i, f)
+		if (r != -ENOMEM) {
+			int k = up_ruleset_load_file(s->rs, UP_LAYER_USER, json_string_value(f),
+						     json_string_value(f), s->problems);
+			r = r < 0 ? r : k;
+		}
+	if (r >= 0)
+		r = up_ruleset_finish(s->rs, s->o.no_default_rules, s->problems);
+	if (r < 0 || json_array_size(s->problems) > 0) {
+		size_t len = 0;
+		json_t *p;
+		json_array_foreach(s->problems, i, p)
+			len += strlen(json_string_value(p)) + 1;
+		s->prep_error = calloc(1, len + 1);
+		json_array_foreach(s->problems, i, p)
+			if (s->prep_error) {
+				strcat(s->prep_error, i ? "\n" : "");
+				strcat(s->prep_error, json_string_value(p));
+			}
+		s->prep_e = UP_ERR_RULES_INVALID;
+		return;
+	}
+	r = up_ca_new(s->id, now_s(), up_record_expires_at(s->record), &s->ca, err, sizeof(err));
+	if (r < 0) {
+		s->prep_e = UP_ERR_INTERNAL_ERROR;
+		s->prep_error = strdup(err);
+	}
+}
+
+static void on_resolved(int r, enum up_error e, const char *message, void *ud)
+{
+	struct up_session *s = ud;
+
+	s->resolve = NULL;
+	if (r < 0) {
+		fail(s, e, "%s", message);
+		return;
+	}
+	progress(s, "prepare", 1, 1, "rules and credentials ready (%zu rules)", up_ruleset_count(s->rs));
+	step_build(s);
+}
+
+static void prepare_after(uv_work_t *w, int status)
+{
+	struct up_session *s = w->data;
+	struct up_resolve_options o = { .allow_exec = s->o.allow_exec, .store = up_secret_store_pick() };
+	int r;
+
+	(void)status;
+	s->in_work = false;
+	if (s->freeing) {
+		up_session_free(s);
+		return;
+	}
+	if (s->all->closing || up_session_state_is_terminal(s->state))
+		return;
+	if (s->prep_error) {
+		fail(s, s->prep_e, "%s", s->prep_error);
+		return;
+	}
+	progress(s, "prepare", 0, 1, "resolving credential placeholders");
+	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
+	if (r < 0)
+		fail(s, UP_ERR_INTERNAL_ERROR, "cannot resolve placeholders: %s", strerror(-r));
+}
+
+static void on_record_saved(int r, const char *err, json_t *result, void *ud)
+{
+	struct up_session *s = ud;
+
+	(void)result;
+	if (s->all->closing || up_session_state_is_terminal(s->state))
+		return;
+	if (r < 0) {
+		/* The record must exist before anything in the cluster does. */
+		fail(s, UP_ERR_INTERNAL_ERROR, "cannot write the session record: %s", err);
+		return;
+	}
+	s->work.data = s;
+	s->in_work = true;
+	r = uv_queue_work(s->all->loop, &s->work, prepare_run, prepare_after);
+	if (r < 0) {
+		s->in_work = false;
+		fail(s, UP_ERR_INTERNAL_ERROR, "cannot schedule the preparation: %s", strerror(-r));
+	}
+}
+
+/* ---- BUILDING: the agent image, unless one was named ---- */
+
+static void on_image_progress(const struct up_image_progress *p, void *ud)
+{
+	struct up_session *s = ud;
+
+	progress(s, p->phase, p->step, p->total, "%s", p->message ? p->message : "");
+}
+
+static void on_image_done(const struct up_image_result *res, void *ud)
+{
+	struct up_session *s = ud;
+
+	s->image = NULL;
+	if (res->r < 0) {
+		fail(s, res->e, "%s", res->error);
+		return;
+	}
+	free(s->image_ref);
+	s->image_ref = strdup(res->ref);
+	progress(s, "build", 1, 1, "%s %s", res->built ? "built and pushed" : "up to date:", res->ref);
+	step_deploy(s);
+}
+
+static void step_build(struct up_session *s)
+{
+	char ctx[4200], repo[512], url[512], log_path[4200], dir[4096];
+	const char *host = s->o.registry ? s->o.registry : "localhost:5000";
+	bool local = startswith(host, "localhost:") || startswith(host, "127.0.0.1:");
+	int r;
+
+	if (s->o.image) {
+		s->image_ref = strdup(s->o.image);
+		step_deploy(s);
+		return;
+	}
+	set_state(s, UP_SESSION_BUILDING, NULL);
+	if (session_agent_context(s, ctx, sizeof(ctx)) < 0) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "the agent's build context path is too long");
+		return;
+	}
+	(void)snprintf(repo, sizeof(repo), "%s/uplink/%s", host, s->o.agent);
+	/* The registry in agent-uplink-system listens on the node's loopback, like a local one. */
+	(void)snprintf(url, sizeof(url), "%s://%s", local ? "http" : "https", host);
+	if (up_store_session_dir(s->all->store, s->id, dir, sizeof(dir)) < 0 ||
+	    snprintf(log_path, sizeof(log_path), "%s/build.log", dir) >= (int)sizeof(log_path)) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "the state folder path is too long");
+		return;
+	}
+	struct up_image_request req = {
+		.context_dir = ctx, .repository = repo, .registry_url = url,
+		.force_rebuild = s->o.force_rebuild, .log_path = log_path,
+		.docker = getenv("UPLINK_DOCKER"),
+	};
+	progress(s, "build", 0, 0, "checking the registry for the %s image", s->o.agent);
+	r = up_image_ensure(s->all->loop, s->all->http, &req, on_image_progress, on_image_done, s,
+			    &s->image);
+	if (r < 0)
+		fail(s, UP_ERR_INTERNAL_ERROR, "cannot start the image build: %s", strerror(-r));
+}
+
+/* ---- DEPLOYING: render, then namespace, then everything but the agent pod, then it ---- */
+
+static bool is_agent_pod(json_t *obj)
+{
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+
+	return kind && name && !strcmp(kind, "Pod") && !strcmp(name, "agent");
+}
+
+static void start_waiting(struct up_session *s);
+
+static void on_agent_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	(void)obj;
+	if (err) {
+		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating the agent pod failed: %s", err->message);
+		return;
+	}
+	progress(s, "deploy", 1, 1, "all objects submitted");
+	start_waiting(s);
+}
+
+static void apply_agent_pod(struct up_session *s)
+{
+	char err[512];
+	size_t n = json_array_size(s->objects);
+	json_t *pod = json_array_get(s->objects, n - 1);
+
+	if (up_manifests_set_mitm_ip(s->objects, s->mitm_ip, err, sizeof(err)) < 0) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "%s", err);
+		return;
+	}
+	if (session_call(s, CALL_APPLY, pod, NULL, on_agent_applied) < 0)
+		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+}
+
+static void on_object_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const char *ip = json_string_value(json_object_get(json_object_get(obj, "spec"), "clusterIP"));
+
+	if (err) {
+		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "deploying the session failed: %s", err->message);
+		return;
+	}
+	if (kind && !strcmp(kind, "Service") && ip)
+		(void)snprintf(s->mitm_ip, sizeof(s->mitm_ip), "%s", ip);
+	if (--s->pending > 0)
+		return;
+	if (!s->mitm_ip[0]) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "the mitm Service has no cluster IP");
+		return;
+	}
+	apply_agent_pod(s);
+}
+
+static void on_namespace_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	size_t n = json_array_size(s->objects);
+
+	(void)obj;
+	if (err) {
+		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace %s failed: %s", s->ns, err->message);
+		return;
+	}
+	/* Independent objects go together; the pods mount what the others create. */
+	progress(s, "deploy", 0, 1, "applying %zu objects", n - 1);
+	s->pending = 0;
+	for (size_t i = 1; i < n; i++) {
+		json_t *o = json_array_get(s->objects, i);
+		if (is_agent_pod(o))
+			continue;
+		if (session_call(s, CALL_APPLY, o, NULL, on_object_applied) < 0) {
+			fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+			return;
+		}
+		s->pending++;
+	}
+}
+
+static int render(struct up_session *s, char *err, size_t len)
+{
+	json_t *rules = up_ruleset_render(s->rs, true);
+	struct up_session_spec spec = {
+		.id = s->id, .owner = s->owner, .created_at = (time_t)up_record_created_at(s->record),
+		.expires_at = (time_t)up_record_expires_at(s->record), .cwd = s->o.cwd,
+		.agent = s->o.agent, .mode = s->o.mode, .uid = getuid(), .gid = getgid(),
+		.user = s->o.user, .home = s->o.home, .agent_image = s->image_ref,
+		.mitm_image = s->o.mitm_image ? s->o.mitm_image : UP_DEFAULT_MITMPROXY_IMAGE,
+		.agent_runtime_class = s->o.agent_runtime_class,
+		.mitm_runtime_class = s->o.mitm_runtime_class, .allow_dns = s->o.allow_dns,
+		.rules = rules, .ca_cert_pem = s->ca->cert_pem, .ca_key_pem = s->ca->key_pem,
+	};
+	const struct up_agent_contrib *contrib = session_agent_contrib(s);
+	int r;
+
+	if (contrib)
+		spec.contrib = *contrib;
+	r = rules ? up_manifests_render(s->all->tpl, &spec, &s->objects, err, len) : -ENOMEM;
+	json_decref(rules);
+	return r;
+}
+
+static void step_deploy(struct up_session *s)
+{
+	char err[1024];
+
+	if (render(s, err, sizeof(err)) < 0) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s", err);
+		return;
+	}
+	if (s->o.dry_run) {
+		struct up_request *req = s->req;
+		s->req = NULL;
+		up_request_reply(req, json_pack("{s:s, s:o}", "id", s->id, "objects",
+						 up_manifests_list(s->objects, s->o.show_secrets)));
+		set_state(s, UP_SESSION_STOPPED, "dry run");
+		step_teardown(s);
+		return;
+	}
+	set_state(s, UP_SESSION_DEPLOYING, NULL);
+	progress(s, "deploy", 0, 1, "creating namespace %s", s->ns);
+	if (session_call(s, CALL_APPLY, json_array_get(s->objects, 0), NULL, on_namespace_applied) < 0)
+		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+}
+
+/* ---- STARTING: both pods Ready, as the pod watch reports ---- */
+
+static bool pod_ready(json_t *pod)
+{
+	json_t *conds = json_object_get(json_object_get(pod, "status"), "conditions"), *c;
+	size_t i;
+
+	json_array_foreach(conds, i, c) {
+		const char *type = json_string_value(json_object_get(c, "type"));
+		const char *status = json_string_value(json_object_get(c, "status"));
+		if (type && status && !strcmp(type, "Ready"))
+			return !strcmp(status, "True");
+	}
+	return false;
+}
+
+/* The agent container's end, if it has ended: its exit code and reason. */
+static bool agent_terminated(json_t *pod, int *code, const char **reason)
+{
+	json_t *sts = json_object_get(json_object_get(pod, "status"), "containerStatuses"), *c;
+	size_t i;
+
+	json_array_foreach(sts, i, c) {
+		const char *name = json_string_value(json_object_get(c, "name"));
+		json_t *term = json_object_get(json_object_get(c, "state"), "terminated");
+		if (!name || strcmp(name, UP_AGENT_CONTAINER) != 0 || !term)
+			continue;
+		*code = (int)json_integer_value(json_object_get(term, "exitCode"));
+		*reason = json_string_value(json_object_get(term, "reason"));
+		return true;
+	}
+	return false;
+}
+
+/* Remembers why a pod is not starting, for the message if it never does. */
+static void note_waiting(struct up_session *s, const char *pod_name, json_t *pod)
+{
+	json_t *st = json_object_get(pod, "status"), *sts = json_object_get(st, "containerStatuses"), *c;
+	const char *phase = json_string_value(json_object_get(st, "phase"));
+	size_t i;
+
+	json_array_foreach(sts, i, c) {
+		json_t *w = json_object_get(json_object_get(c, "state"), "waiting");
+		const char *reason = json_string_value(json_object_get(w, "reason"));
+		const char *msg = json_string_value(json_object_get(w, "message"));
+		if (reason) {
+			(void)snprintf(s->waiting, sizeof(s->waiting),
+				       "pod %s is %s, container %s waiting: %s%s%s", pod_name,
+				       phase ? phase : "?", json_string_value(json_object_get(c, "name")),
+				       reason, msg ? " (" : "", msg ? msg : "");
+			if (msg)
+				(void)strncat(s->waiting, ")", sizeof(s->waiting) - strlen(s->waiting) - 1);
+			return;
+		}
+	}
+	if (phase)
+		(void)snprintf(s->waiting, sizeof(s->waiting), "pod %s is %s", pod_name, phase);
+}
+
+static void running(struct up_session *s)
+{
+	struct up_request *req = s->req;
+
+	if (s->timer)
+		(void)uv_timer_stop(s->timer);
+	set_state(s, UP_SESSION_RUNNING, NULL);
+	if (req) {
+		s->req = NULL;
+		up_request_reply(req, up_session_describe(s));
+	}
+}
+
+void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod)
+{
+	const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+	const char *reason = NULL;
+	int code;
+
+	if (!name || up_session_state_is_terminal(s->state))
+		return;
+	if (strcmp(name, "agent") == 0 && ev != UP_WATCH_DELETED && agent_terminated(pod, &code, &reason)) {
+		char why[256];
+		cancel_work(s);
+		if (up_record_set_exit_code(s->record, code, now_s()) < 0)
+			log_warning("Session %s: cannot record exit code %d, ignoring", s->id, code);
+		(void)snprintf(why, sizeof(why), "the agent exited with code %d%s%s%s", code,
+			       reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
+		if (s->req)
+			answer_error(s, UP_ERR_SESSION_STOPPED, why);
+		set_state(s, UP_SESSION_EXITED, why);
+		step_teardown(s);
+		return;
+	}
+	if (ev == UP_WATCH_DELETED && s->state == UP_SESSION_RUNNING && !strcmp(name, "agent")) {
+		set_state(s, UP_SESSION_FAILED, "the agent pod was deleted or evicted from outside uplink");
+		step_teardown(s);
+		return;
+	}
+	if (s->state != UP_SESSION_STARTING)
+		return;
+	if (!strcmp(name, "agent"))
+		s->agent_ready = pod_ready(pod);
+	else if (!strcmp(name, "mitm"))
+		s->mitm_ready = pod_ready(pod);
+	if (!pod_ready(pod))
+		note_waiting(s, name, pod);
+	if (s->agent_ready && s->mitm_ready)
+		running(s);
+}
+
+static long start_timeout_s(void)
+{
+	const char *env = getenv("UPLINK_START_TIMEOUT_S");
+	long t = env ? strtol(env, NULL, 10) : 0;
+
+	return t > 0 ? t : UP_SESSION_START_TIMEOUT_S;
+}
+
+static void on_events(struct up_session *s, const struct up_kube_error *err, json_t *list)
+{
+	char events[1024] = "";
+	json_t *items = json_object_get(list, "items"), *e;
+	size_t i, n = json_array_size(items), used = 0;
+
+	(void)err;
+	/* The last few events say the most: image pulls, scheduling, admission. */
+	for (i = n > 5 ? n - 5 : 0; i < n && used < sizeof(events); i++) {
+		e = json_array_get(items, i);
+		used += (size_t)snprintf(events + used, sizeof(events) - used, "%s%s: %s", used ? "; " : "",
+					 json_string_value(json_object_get(e, "reason")),
+					 json_string_value(json_object_get(e, "message")));
+	}
+	fail(s, UP_ERR_POD_NOT_READY,
+	     "the session's pods did not become ready within %ld s: %s%s%s. Check the cluster "
+	     "(uplink doctor) or raise UPLINK_START_TIMEOUT_S",
+	     start_timeout_s(), s->waiting[0] ? s->waiting : "no pod reported why",
+	     events[0] ? "; recent events: " : "", events);
+}
+
+static void on_start_timeout(uv_timer_t *t)
+{
+	struct up_session *s = t->data;
+	char path[256];
+
+	/* Fetch the namespace's events for the message, then fail. */
+	if (up_kube_path(path, sizeof(path), "Event", s->ns, NULL) < 0 ||
+	    session_call(s, CALL_GET, NULL, path, on_events) < 0)
+		on_events(s, NULL, NULL);
+}
+
+static void start_waiting(struct up_session *s)
+{
+	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
+	json_t *p;
+
+	set_state(s, UP_SESSION_STARTING, NULL);
+	progress(s, "start", 0, 2, "waiting for the mitm and agent pods");
+	start_timer(s, on_start_timeout, (uint64_t)start_timeout_s() * 1000);
+	/* Events may have come before we listened: look at the cache too. */
+	if (pods && (p = up_kube_watch_get(pods, s->ns, "mitm")))
+		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
+	if (pods && s->state == UP_SESSION_STARTING && (p = up_kube_watch_get(pods, s->ns, "agent")))
+		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
+}
+
+/* ---- the session object ---- */
+
+struct up_session *up_session_new(struct up_sessions *all, const char *id)
+{
+	struct up_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->all = all;
+	(void)snprintf(s->id, sizeof(s->id), "%s", id);
+	(void)snprintf(s->ns, sizeof(s->ns), "%s%s", UP_SESSION_NS_PREFIX, id);
+	s->timer = malloc(sizeof(*s->timer));
+	if (!s->timer) {
+		free(s);
+		return NULL;
+	}
+	(void)uv_timer_init(all->loop, s->timer);
+	s->timer->data = s;
+	up_list_insert_tail(&all->sessions, &s->link);
+	return s;
+}
+
+void up_session_free(struct up_session *s)
+{
+	if (!s)
+		return;
+	cancel_work(s);
+	if (s->in_work) {
+		s->freeing = true; /* prepare_after() comes back to free */
+		return;
+	}
+	up_list_remove(&s->link);
+	if (s->timer)
+		uv_close((uv_handle_t *)s->timer, timer_closed);
+	session_agent_free(s);
+	up_ruleset_free(s->rs);
+	up_ca_free(s->ca);
+	json_decref(s->problems);
+	json_decref(s->objects);
+	json_decref(s->record);
+	free(s->image_ref);
+	free(s->prep_error);
+	up_session_opts_done(&s->o);
+	free(s);
+}
+
+json_t *up_session_describe(const struct up_session *s)
+{
+	int code;
+	json_t *d = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "id", s->id, "namespace", s->ns,
+			      "state", up_session_state_to_name(s->state), "agent",
+			      s->o.agent ? s->o.agent : up_record_agent(s->record), "cwd",
+			      s->o.cwd ? s->o.cwd : up_record_cwd(s->record), "mode",
+			      s->o.mode ? s->o.mode : (s->record ? up_record_mode(s->record) : NULL),
+			      "image", s->image_ref);
+
+	if (s->record) {
+		(void)json_object_set_new(d, "created_at", json_integer(up_record_created_at(s->record)));
+		(void)json_object_set_new(d, "expires_at", json_integer(up_record_expires_at(s->record)));
+		if (*up_record_reason(s->record))
+			(void)json_object_set_new(d, "reason", json_string(up_record_reason(s->record)));
+		if (up_record_exit_code(s->record, &code))
+			(void)json_object_set_new(d, "exit_code", json_integer(code));
+	}
+	return d;
+}
+
+/* ---- the start ---- */
+
+int up_session_begin(struct up_session *s, struct up_request *req)
+{
+	char err[256];
+	int r;
+
+	s->req = req;
+	up_request_set_cancel(req, on_start_cancelled, s);
+	s->state = UP_SESSION_PREPARING;
+	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
+				  s->o.deploy_context ? s->o.deploy_context : "", now_s(), s->o.ttl_s,
+				  s->o.idle_s);
+	if (!s->record)
+		return -ENOMEM;
+	progress(s, "prepare", 0, 1, "preparing session %s", s->id);
+	if (s->o.dry_run) {
+		on_record_saved(0, NULL, NULL, s);
+		return 0;
+	}
+	/* Invariant: the record is on disk before any cluster object exists. */
+	r = up_store_save_async(s->all->loop, s->all->store, s->record, on_record_saved, s);
+	if (r < 0) {
+		(void)snprintf(err, sizeof(err), "cannot write the session record: %s", strerror(-r));
+		s->req = NULL;
+		return r;
+	}
+	return 0;
+}
+
+/* ---- after a restart ---- */
+
+void up_session_cancel_work(struct up_session *s)
+{
+	cancel_work(s);
+	/* Shutting down: the loop must be able to finish, so the timer goes now. */
+	if (s->timer) {
+		uv_close((uv_handle_t *)s->timer, timer_closed);
+		s->timer = NULL;
+	}
+}
+
+void up_session_adopt(struct up_session *s)
+{
+	/* Whatever the last run managed to create, the namespace is the handle on all of it. */
+	s->applied_anything = true;
+}
+
+void up_session_reconcile(struct up_session *s, json_t *ns)
+{
+	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
+	json_t *agent = pods ? up_kube_watch_get(pods, s->ns, "agent") : NULL;
+
+	if (up_session_state_is_starting(s->state) && !s->req && !s->in_work && !s->image &&
+	    !s->resolve && s->pending == 0 && !s->calls[0]) {
+		fail(s, UP_ERR_INTERNAL_ERROR, "uplinkd restarted while the session was starting");
+	} else if (s->state == UP_SESSION_RUNNING) {
+		if (!ns)
+			set_state(s, UP_SESSION_GONE, "its namespace vanished while uplinkd was not looking");
+		else if (agent)
+			up_session_on_pod(s, UP_WATCH_MODIFIED, agent);
+	} else if (s->state == UP_SESSION_TEARDOWN || s->state == UP_SESSION_EXITED ||
+		   s->state == UP_SESSION_FAILED || s->state == UP_SESSION_STOPPED) {
+		if (!ns) {
+			if (s->state != UP_SESSION_TEARDOWN)
+				set_state(s, UP_SESSION_TEARDOWN, NULL);
+			set_state(s, UP_SESSION_GONE, NULL);
+		} else {
+			if (s->state != UP_SESSION_TEARDOWN)
+				set_state(s, UP_SESSION_TEARDOWN, NULL);
+			delete_namespace(s);
+		}
+	}
+}
+
+json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len)
+{
+	const char *const *argv = session_agent_attach_argv(s);
+	struct up_kube *k = up_cluster_kube(s->cluster);
+	const struct up_kube_context *ctx = k ? up_kube_get_context(k) : NULL;
+	const char *kubeconfig = getenv("KUBECONFIG");
+	json_t *cmd;
+
+	if (s->state != UP_SESSION_RUNNING) {
+		(void)snprintf(err, err_len, "session %s is %s, not running", s->id,
+			       up_session_state_to_name(s->state));
+		return NULL;
+	}
+	if (!ctx) {
+		(void)snprintf(err, err_len, "the deploy cluster of session %s is not available", s->id);
+		return NULL;
+	}
+	cmd = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s]", "kubectl", "--kubeconfig",
+			kubeconfig && *kubeconfig ? kubeconfig : ctx->file, "--context", ctx->name,
+			"exec", "-it", "-n", s->ns, "agent", "-c", UP_AGENT_CONTAINER, "--");
+	for (size_t i = 0; argv && argv[i]; i++)
+		(void)json_array_append_new(cmd, json_string(argv[i]));
+	if (!argv)
+		(void)json_array_extend(cmd, json_pack("[s, s, s, s]", "tmux", "attach-session", "-t", "agent"));
+	return json_pack("{s:s, s:s, s:o}", "id", s->id, "namespace", s->ns, "argv", cmd);
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "errors.h"
+#include "kube-watch.h"
+#include "list.h"
+#include "session-state.h"
+#include "util.h"
+
+/*
+ * Sessions: one agent run each, from `session.start` to its namespace's deletion.
+ * The registry (struct up_sessions) owns every session, the record store, the
+ * templates, and the deploy clusters (one per kubeconfig context in use); it hears
+ * every namespace and pod change and hands each to the session it belongs to.
+ */
+struct up_sessions;
+struct up_session;
+struct up_manager;
+struct up_request;
+struct up_cluster;
+
+/* What session.start asked for, validated; every string owned. */
+struct up_session_opts {
+	char *agent, *mode, *cwd;
+	char *deploy_context; /* NULL: the daemon's default */
+	char *agent_runtime_class, *mitm_runtime_class;
+	char *mitm_image, *registry_image, *image, *registry;
+	char *user, *home;
+	json_t *rules;  /* array of absolute paths */
+	json_t *args;   /* passthrough arguments for the agent */
+	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
+	uint64_t ttl_s, idle_s;
+};
+
+int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **ret) _wur_;
+/* Cancels what is in flight and stops listening; records stay on disk. */
+void up_sessions_shutdown(struct up_sessions *all);
+/* After the loop has drained (store writes done). */
+void up_sessions_free(struct up_sessions *all);
+/* {running, starting, ended} for daemon.status. */
+json_t *up_sessions_counts(const struct up_sessions *all);
+
+/* The cluster for a context (NULL: the default), created on first use. */
+struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context);
+
+/* Starts a session for `req` (which it answers); takes `o`. */
+int up_session_start(struct up_sessions *all, struct up_request *req, struct up_session_opts *o) _wur_;
+void up_session_opts_done(struct up_session_opts *o);
+
+struct up_session *up_sessions_find(struct up_sessions *all, const char *id_or_namespace);
+json_t *up_session_describe(const struct up_session *s);
+json_t *up_sessions_list(struct up_sessions *all, bool all_sessions);
+/* Asks a session to stop; returns -EALREADY when it has already ended. */
+int up_session_stop(struct up_session *s, const char *reason);
+/* What a client needs to attach: the kubectl command line. */
+json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len);

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The session registry: records loaded at start-up, the deploy clusters (one per
+ * context in use), and the link from every namespace and pod change to its session.
+ * After a restart it settles what the last run left: sessions caught starting are
+ * failed and torn down, ended ones still holding a namespace lose it, and a namespace
+ * we own with no record at all is an orphan and is deleted.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "http.h"
+#include "kube.h"
+#include "log.h"
+#include "manifests.h"
+#include "session-private.h"
+#include "store.h"
+
+#define OWNER_LABEL "uplink.dev/owner"
+
+static const char *ns_of(json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+
+	return ns ? ns : json_string_value(json_object_get(meta, "name"));
+}
+
+struct up_session *up_sessions_find(struct up_sessions *all, const char *key)
+{
+	struct up_list *pos, *tmp;
+
+	if (!key)
+		return NULL;
+	up_list_for_each_safe(pos, tmp, &all->sessions) {
+		struct up_session *s = up_container_of(pos, struct up_session, link);
+		if (!strcmp(s->id, key) || !strcmp(s->ns, key))
+			return s;
+	}
+	return NULL;
+}
+
+static void delete_orphan_done(const struct up_kube_error *err, json_t *obj, void *ud)
+{
+	char *name = ud;
+
+	(void)obj;
+	if (err)
+		log_warning("Cannot delete orphaned namespace %s: %s; the next resync retries", name,
+			    err->message);
+	free(name);
+}
+
+/* An owned namespace without a record: its session's record was lost, so it is an orphan. */
+static void reap_orphan(struct up_sessions *all, struct up_cluster *c, json_t *ns)
+{
+	const char *name = ns_of(ns);
+	json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
+	const char *owner = json_string_value(json_object_get(labels, OWNER_LABEL));
+	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	struct up_kube *k = up_cluster_kube(c);
+	char path[128], *copy;
+
+	if (!name || !owner || strcmp(owner, all->owner) != 0 || !k || up_sessions_find(all, name))
+		return;
+	if (phase && !strcmp(phase, "Terminating"))
+		return;
+	log_info("Namespace %s is ours but has no session record: deleting the orphan", name);
+	copy = strdup(name);
+	if (!copy || up_kube_path(path, sizeof(path), "Namespace", NULL, name) < 0 ||
+	    up_kube_delete(k, path, delete_orphan_done, copy, NULL) < 0)
+		free(copy);
+}
+
+static void reconcile(struct up_sessions *all, struct up_cluster *c)
+{
+	json_t *cache = up_cluster_namespaces(c) ? up_kube_watch_cache(up_cluster_namespaces(c)) : NULL;
+	struct up_list *pos, *tmp;
+	const char *key;
+	json_t *ns;
+
+	json_object_foreach(cache, key, ns)
+		reap_orphan(all, c, ns);
+	up_list_for_each_safe(pos, tmp, &all->sessions) {
+		struct up_session *s = up_container_of(pos, struct up_session, link);
+		if (s->cluster == c)
+			up_session_reconcile(s, cache ? json_object_get(cache, s->ns) : NULL);
+	}
+}
+
+static void on_cluster_event(const char *kind, enum up_watch_event ev, json_t *obj, void *ud)
+{
+	struct up_cluster **pc = ud;
+	struct up_sessions *all = (struct up_sessions *)(void *)pc[1];
+	struct up_session *s;
+
+	if (!kind) {
+		reconcile(all, pc[0]);
+		return;
+	}
+	s = up_sessions_find(all, ns_of(obj));
+	if (!s) {
+		if (!strcmp(kind, "Namespace") && ev == UP_WATCH_ADDED && up_cluster_ready(pc[0]))
+			reap_orphan(all, pc[0], obj);
+		return;
+	}
+	if (!strcmp(kind, "Namespace"))
+		up_session_on_namespace(s, ev, obj);
+	else
+		up_session_on_pod(s, ev, obj);
+}
+
+struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context)
+{
+	const char *key = context ? context : "";
+	json_t *entry = json_object_get(all->clusters, key);
+	struct up_cluster **pc;
+
+	if (entry)
+		return ((struct up_cluster **)(uintptr_t)json_integer_value(entry))[0];
+	if (all->closing)
+		return NULL;
+	/* [0] the cluster, [1] the registry: what the listener needs. */
+	pc = calloc(2, sizeof(*pc));
+	if (!pc || up_cluster_new(all->loop, NULL, context ? context : getenv("UPLINK_DEPLOY_CONTEXT"), &pc[0]) < 0) {
+		free(pc);
+		return NULL;
+	}
+	pc[1] = (struct up_cluster *)(void *)all;
+	up_cluster_set_listener(pc[0], on_cluster_event, pc);
+	(void)json_object_set_new(all->clusters, key, json_integer((json_int_t)(uintptr_t)pc));
+	return pc[0];
+}
+
+static void on_records(int r, const char *err, json_t *result, void *ud)
+{
+	struct up_sessions *all = ud;
+	json_t *records = json_object_get(result, "records"), *problems = json_object_get(result, "problems");
+	json_t *rec, *p;
+	const char *id;
+	size_t i;
+
+	if (r < 0) {
+		log_error("Cannot load the session records: %s", err);
+		return;
+	}
+	json_array_foreach(problems, i, p)
+		log_warning("Session records: %s: %s", json_string_value(json_object_get(p, "file")),
+			    json_string_value(json_object_get(p, "problem")));
+	json_object_foreach(records, id, rec) {
+		struct up_session *s;
+		const char *ctx = up_record_deploy_context(rec);
+
+		if (all->closing || up_sessions_find(all, id))
+			continue;
+		s = up_session_new(all, id);
+		if (!s)
+			continue;
+		s->record = json_incref(rec);
+		s->state = up_record_state(rec);
+		s->cluster = up_sessions_cluster(all, *ctx ? ctx : NULL);
+		(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
+		up_session_adopt(s);
+	}
+	/* The clusters that were already ready reconcile now; the others when they are. */
+	json_t *entry;
+	json_object_foreach(all->clusters, id, entry) {
+		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
+		if (up_cluster_ready(pc[0]))
+			reconcile(all, pc[0]);
+	}
+}
+
+int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **ret)
+{
+	struct up_sessions *all = calloc(1, sizeof(*all));
+	struct passwd *pw = getpwuid(getuid());
+	int r;
+
+	if (!all)
+		return -ENOMEM;
+	all->m = m;
+	all->loop = loop;
+	up_list_init(&all->sessions);
+	all->clusters = json_object();
+	(void)snprintf(all->user, sizeof(all->user), "%s", pw ? pw->pw_name : "user");
+	(void)snprintf(all->home, sizeof(all->home), "%s", getenv("HOME") ? getenv("HOME") : pw ? pw->pw_dir : "/");
+	r = up_owner_hash(getenv("UPLINK_MACHINE_ID_FILE"), getuid(), all->owner);
+	if (r < 0)
+		log_warning_errno(r, "Cannot read /etc/machine-id for the owner label; namespaces will carry uid %u only, ignoring",
+				  (unsigned)getuid());
+	if (r < 0)
+		(void)snprintf(all->owner, sizeof(all->owner), "uid%u", (unsigned)getuid());
+	r = up_store_new(NULL, &all->store);
+	if (r >= 0)
+		r = up_http_new(loop, &all->http);
+	if (r < 0) {
+		up_sessions_free(all);
+		return r;
+	}
+	if (up_manifests_load(NULL, &all->tpl, all->tpl_error, sizeof(all->tpl_error)) < 0)
+		log_warning("Sessions cannot start: %s", all->tpl_error);
+	(void)up_sessions_cluster(all, NULL);
+	r = up_store_load_async(loop, all->store, (int64_t)time(NULL), on_records, all);
+	if (r < 0)
+		log_warning_errno(r, "Cannot load the session records, ignoring");
+	*ret = all;
+	return 0;
+}
+
+void up_sessions_shutdown(struct up_sessions *all)
+{
+	struct up_list *pos, *tmp;
+	const char *key;
+	json_t *entry;
+
+	if (!all || all->closing)
+		return;
+	all->closing = true;
+	up_list_for_each_safe(pos, tmp, &all->sessions)
+		up_session_cancel_work(up_container_of(pos, struct up_session, link));
+	json_object_foreach(all->clusters, key, entry) {
+		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
+		up_cluster_free(pc[0]);
+		free(pc);
+	}
+	json_object_clear(all->clusters);
+	up_http_free(all->http);
+	all->http = NULL;
+}
+
+void up_sessions_free(struct up_sessions *all)
+{
+	struct up_list *pos, *tmp;
+
+	if (!all)
+		return;
+	up_sessions_shutdown(all);
+	up_list_for_each_safe(pos, tmp, &all->sessions)
+		up_session_free(up_container_of(pos, struct up_session, link));
+	json_decref(all->clusters);
+	up_manifests_free(all->tpl);
+	up_store_free(all->store);
+	free(all);
+}
+
+json_t *up_sessions_counts(const struct up_sessions *all)
+{
+	json_int_t running = 0, starting = 0, ended = 0;
+	struct up_list *pos, *tmp;
+
+	up_list_for_each_safe(pos, tmp, (struct up_list *)&all->sessions) {
+		struct up_session *s = up_container_of(pos, struct up_session, link);
+		if (s->state == UP_SESSION_RUNNING)
+			running++;
+		else if (up_session_state_is_starting(s->state))
+			starting++;
+		else
+			ended++;
+	}
+	return json_pack("{s:I, s:I, s:I}", "running", running, "starting", starting, "ended", ended);
+}
+
+json_t *up_sessions_list(struct up_sessions *all, bool all_sessions)
+{
+	json_t *out = json_array();
+	struct up_list *pos, *tmp;
+
+	up_list_for_each_safe(pos, tmp, &all->sessions) {
+		struct up_session *s = up_container_of(pos, struct up_session, link);
+		if (all_sessions || !up_session_state_is_terminal(s->state) || s->state == UP_SESSION_TEARDOWN)
+			(void)json_array_append_new(out, up_session_describe(s));
+	}
+	return out;
+}

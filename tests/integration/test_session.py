@@ -1,0 +1,331 @@
+"""`uplink run` end to end against the fake API server: the real daemon and client,
+the real rules engine and manifests, a docker stand-in and a registry stand-in."""
+
+import base64
+import http.server
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from uplinktest import ROOT, Daemon, Rpc, kube_probe, uplink_bin, wait_for
+
+TOKEN = "sk-ant-oat01-UPLINK-SENTINEL-" + "7" * 24
+REFRESH = "sk-ant-ort01-UPLINK-SENTINEL-" + "8" * 24
+
+
+class Registry(http.server.BaseHTTPRequestHandler):
+    """A registry stand-in: HEAD of a manifest answers 404 until told the tag exists."""
+    present = set()
+    heads = []
+
+    def do_HEAD(self):  # noqa: N802
+        Registry.heads.append(self.path)
+        tag = self.path.rsplit("/", 1)[-1]
+        self.send_response(200 if tag in Registry.present else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def registry():
+    Registry.present = set()
+    Registry.heads = []
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+class Env:
+    def __init__(self, tmp, fakekube, registry):
+        self.tmp = tmp
+        self.fk = fakekube
+        self.home = tmp / "home"
+        self.project = self.home / "proj"
+        self.project.mkdir(parents=True)
+        claude = self.home / ".claude"
+        claude.mkdir()
+        (claude / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+            "accessToken": TOKEN, "refreshToken": REFRESH,
+            "expiresAt": int((time.time() + 30 * 86400) * 1000), "scopes": ["user:inference"],
+            "subscriptionType": "pro"}}))
+        (claude / "settings.json").write_text(json.dumps({"model": "opus"}))
+        (tmp / "machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+        self.docker_calls = tmp / "docker-calls"
+        self.registry = f"127.0.0.1:{registry.server_address[1]}"
+        self.daemon = Daemon(tmp, env={
+            "HOME": str(self.home), "KUBECONFIG": fakekube.kubeconfig, "UPLINK_DATA_DIR": str(ROOT),
+            "XDG_STATE_HOME": str(tmp / "state"), "UPLINK_MACHINE_ID_FILE": str(tmp / "machine-id"),
+            "UPLINK_DOCKER": str(ROOT / "tests" / "data" / "image" / "fake-docker"),
+            "FAKE_DOCKER_CALLS": str(self.docker_calls), "UPLINK_START_TIMEOUT_S": "8",
+            })
+
+    def run(self, *args, cwd=None, timeout=120, env=None, check=None):
+        e = dict(self.daemon.env)
+        e.pop("UPLINK_DEBUG", None)
+        if env:
+            e.update(env)
+        r = subprocess.run([uplink_bin(), "run", *args], cwd=cwd or self.project, env=e,
+                           capture_output=True, text=True, timeout=timeout)
+        if check is not None:
+            assert r.returncode == check, (r.returncode, r.stdout, r.stderr, self.daemon.logs()[-3000:])
+        return r
+
+    def docker_calls_list(self):
+        return self.docker_calls.read_text().splitlines() if self.docker_calls.exists() else []
+
+    def session(self, sid):
+        with Rpc(self.daemon.socket) as c:
+            return c.call("session.get", {"id": sid})
+
+
+@pytest.fixture
+def env(tmpdir_short, fakekube, registry):
+    e = Env(tmpdir_short, fakekube, registry)
+    e.daemon.start()
+    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+             what="the deploy cluster to sync")
+    yield e
+    rc = e.daemon.stop()
+    e.daemon.close()
+    assert rc == 0, e.daemon.logs()[-3000:]
+
+
+def run_detached(env, *extra):
+    r = env.run("claude", "--detach", "--registry", env.registry, *extra, check=0)
+    sid = r.stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{12}", sid), r.stdout
+    return sid, r
+
+
+def obj(fk, kind, ns, name):
+    o = fk.get(kind, ns, name)
+    assert o is not None, f"{kind} {ns}/{name} missing"
+    return o
+
+
+def test_run_detach_reaches_running(env):
+    sid, r = run_detached(env)
+    ns = f"agent-uplink-{sid}"
+    assert env.session(sid)["state"] == "RUNNING", env.daemon.logs()[-4000:]
+    n = obj(env.fk, "Namespace", None, ns)
+    labels, ann = n["metadata"]["labels"], n["metadata"]["annotations"]
+    assert labels["managed-by"] == "agent-uplink" and labels["uplink.dev/session"] == sid
+    assert re.fullmatch(r"[0-9a-f]{16}", labels["uplink.dev/owner"])
+    assert ann["uplink.dev/cwd"] == str(env.project) and ann["uplink.dev/agent"] == "claude"
+    svc = obj(env.fk, "Service", ns, "mitm")
+    agent = obj(env.fk, "Pod", ns, "agent")
+    assert agent["spec"]["hostAliases"] == [{"ip": svc["spec"]["clusterIP"], "hostnames": ["mitm"]}]
+    # progress reached the client as it went
+    for phase in ("prepare", "build", "deploy", "start"):
+        assert phase in r.stderr, r.stderr
+    calls = env.docker_calls_list()
+    assert any(c.startswith("build") for c in calls) and any(c.startswith("push") for c in calls)
+    # the record is on disk (written asynchronously, so it may trail the answer a little)
+    path = env.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
+    wait_for(lambda: path.exists() and json.loads(path.read_text())["state"] == "RUNNING",
+             what="the RUNNING record")
+    assert json.loads(path.read_text())["namespace"] == ns
+
+
+def secrets_of(fk, ns):
+    return {s["metadata"]["name"]: {k: base64.b64decode(v).decode(errors="replace")
+                                    for k, v in (s.get("data") or {}).items()}
+            for s in fk.list("Secret", ns)}
+
+
+def test_security_posture_of_the_objects(env):
+    sid, _ = run_detached(env)
+    ns = f"agent-uplink-{sid}"
+    fk = env.fk
+    pols = {p["metadata"]["name"]: p["spec"] for p in fk.list("NetworkPolicy", ns)}
+    deny = pols["default-deny"]
+    assert deny["podSelector"] == {} and sorted(deny["policyTypes"]) == ["Egress", "Ingress"]
+    assert not deny.get("egress") and not deny.get("ingress")
+    eg = pols["agent-egress"]["egress"]
+    ports = [p for rule in eg for p in rule.get("ports", [])]
+    assert ports == [{"protocol": "TCP", "port": 8080}], eg
+    assert all(53 != p.get("port") for p in ports)
+    agent = obj(fk, "Pod", ns, "agent")
+    mitm = obj(fk, "Pod", ns, "mitm")
+    assert agent["spec"]["runtimeClassName"] == "kata-clh"
+    for pod in (agent, mitm):
+        assert pod["spec"]["automountServiceAccountToken"] is False
+    sc = mitm["spec"]["containers"][0]["securityContext"]
+    assert sc["capabilities"]["drop"] == ["ALL"] and sc["readOnlyRootFilesystem"] is True
+    assert sc["runAsNonRoot"] is True and sc["seccompProfile"]["type"] == "RuntimeDefault"
+    # The real token is only in the mitm's rules Secret; the CA key only in the mitm's Secret.
+    secrets = secrets_of(fk, ns)
+    holders = [name for name, data in secrets.items() if any(TOKEN in v for v in data.values())]
+    assert holders == ["rules-json"], holders
+    keys = [name for name, data in secrets.items() if any("PRIVATE KEY" in v for v in data.values())]
+    assert keys == ["mitm-certs"], keys
+    agent_secrets = {v["secret"]["secretName"] for v in agent["spec"]["volumes"] if "secret" in v}
+    assert not agent_secrets & {"rules-json", "mitm-certs"}
+    for name in agent_secrets:
+        assert not any(TOKEN in v or REFRESH in v for v in secrets[name].values())
+    for cm in fk.list("ConfigMap", ns):
+        assert TOKEN not in json.dumps(cm)
+    assert TOKEN not in json.dumps(agent)
+
+
+def test_second_run_does_not_rebuild(env):
+    sid1, _ = run_detached(env)
+    builds = [c for c in env.docker_calls_list() if c.startswith("build ")]
+    assert len(builds) == 1
+    tag = re.search(r"ctx-[0-9a-f]{16}", env.session(sid1)["image"]).group(0)
+    Registry.present.add(tag)  # as a real push would have made it
+    sid2, _ = run_detached(env)
+    assert [c for c in env.docker_calls_list() if c.startswith("build ")] == builds
+    assert env.session(sid2)["image"] == env.session(sid1)["image"]
+
+
+def test_pod_that_never_gets_ready_fails_with_its_events(env):
+    r = env.run("claude", "--detach", "--image", "localhost:5000/fakekube-never-ready:1", check=1)
+    assert "did not become ready within 8 s" in r.stderr
+    assert "ImagePullBackOff" in r.stderr
+    assert "recent events:" in r.stderr
+    # and nothing is left behind
+    wait_for(lambda: not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")],
+             timeout=30, what="the namespace to go")
+
+
+def test_dry_run_leaks_nothing_and_is_accepted_strictly(env, tmp_path):
+    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1", check=0)
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "List"
+    items = doc["items"]
+    assert items[0]["kind"] == "Namespace"
+    assert TOKEN not in r.stderr and TOKEN not in env.daemon.logs()
+    by = {(i["kind"], i["metadata"]["name"]): i for i in items}
+    for (kind, name), i in by.items():
+        text = json.dumps(i)
+        if kind == "Secret":
+            text += "".join(base64.b64decode(v).decode(errors="replace") for v in (i.get("data") or {}).values())
+        if TOKEN in text:
+            assert (kind, name) == ("Secret", "rules-json"), (kind, name)
+    # nothing reached the cluster or docker
+    assert not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")]
+    assert env.docker_calls_list() == []
+    # the fake API server, strict as the real one, accepts every object as dry-run
+    files = []
+    for n, i in enumerate(items):
+        p = tmp_path / f"{n:02d}.json"
+        p.write_text(json.dumps(i))
+        files.append(p)
+    rc, lines, err = kube_probe(env.fk.kubeconfig, "apply", "--dry-run", "--sequential", *files[:1])
+    assert rc == 0, (lines, err)
+    env.fk.create("Namespace", None, {"metadata": {"name": items[0]["metadata"]["name"]}})
+    rc, lines, err = kube_probe(env.fk.kubeconfig, "apply", "--dry-run", *files[1:])
+    assert rc == 0, [l for l in lines if not l.get("ok")]
+    # and so does kubectl, server-side
+    stream = "\n".join(json.dumps(i) for i in items[1:])  # a JSON stream
+    k = subprocess.run(["kubectl", "--kubeconfig", env.fk.kubeconfig, "apply", "--dry-run=server",
+                        "-f", "-"], input=stream, capture_output=True, text=True, timeout=60)
+    assert k.returncode == 0, k.stderr
+
+
+def test_dry_run_redacts_secrets_and_speaks_yaml(env):
+    r = env.run("claude", "--dry-run", "-o", "yaml", "--image", "example/agent:1", check=0)
+    assert r.stdout.startswith("apiVersion: v1\nkind: List\n") or "kind: List" in r.stdout
+    assert "<redacted:" in r.stdout and TOKEN not in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["claude", "--ttl", "1.5h"], "--ttl: invalid duration '1.5h'; use forms like 30m, 2h, 1d"),
+    (["nosuchagent"], "unknown agent 'nosuchagent'; known: claude"),
+    (["claude", "--agent-runtime-class", "Bad_Name"], "--agent-runtime-class: 'Bad_Name' is not a valid RuntimeClass name"),
+    (["claude", "--mode", "nope"], "agent claude has no mode 'nope'"),
+])
+def test_bad_requests_are_refused_before_anything_happens(env, args, message):
+    r = env.run(*args, check=1)
+    assert message in r.stderr
+    assert env.docker_calls_list() == []
+    assert not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")]
+
+
+def test_cwd_outside_home_is_refused(env, tmp_path):
+    r = env.run("claude", cwd=tmp_path, check=1)
+    assert "is not inside your home" in r.stderr
+
+
+def test_missing_credentials_say_what_to_do(env):
+    (env.home / ".claude" / ".credentials.json").unlink()
+    r = env.run("claude", "--detach", "--registry", env.registry, check=1)
+    assert ".credentials.json" in r.stderr
+    assert not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")]
+
+
+def start_in_background(env, *extra, env_add=None):
+    e = dict(env.daemon.env)
+    e.pop("UPLINK_DEBUG", None)
+    e.update(env_add or {})
+    return subprocess.Popen([uplink_bin(), "run", "claude", "--detach", "--registry", env.registry, *extra],
+                            cwd=env.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def only_session(env):
+    with Rpc(env.daemon.socket) as c:
+        ss = c.call("session.list", {"all": True})["sessions"]
+    return ss[0] if ss else None
+
+
+@pytest.mark.parametrize("state", ["BUILDING", "STARTING"])
+def test_client_killed_before_running_tears_down(env, state):
+    if state == "STARTING":
+        env.fk.settings(ready_delay=30)
+    p = start_in_background(env, env_add={"FAKE_DOCKER_SLEEP": "5"} if state == "BUILDING" else None)
+    wait_for(lambda: (only_session(env) or {}).get("state") == state, timeout=30, what=state)
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    wait_for(lambda: only_session(env)["state"] == "GONE", timeout=30, what="the teardown")
+    assert "went away before it was running" in only_session(env)["reason"] or \
+        only_session(env)["state"] == "GONE"
+    assert not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")]
+
+
+def test_ctrl_c_cancels_with_130(env):
+    env.fk.settings(ready_delay=30)
+    p = start_in_background(env)
+    wait_for(lambda: (only_session(env) or {}).get("state") == "STARTING", timeout=30, what="STARTING")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 130
+    assert "cancelled" in err
+    wait_for(lambda: only_session(env)["state"] == "GONE", timeout=30, what="the teardown")
+
+
+def test_agent_exit_code_is_recorded_and_namespace_removed(env):
+    sid, _ = run_detached(env)
+    env.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=3, reason="Error")
+    wait_for(lambda: env.session(sid)["state"] == "GONE", timeout=30, what="the session to end")
+    s = env.session(sid)
+    assert s["exit_code"] == 3
+    assert "exited with code 3" in s["reason"] or s["state"] == "GONE"
+    wait_for(lambda: env.fk.get("Namespace", None, f"agent-uplink-{sid}") is None, timeout=30,
+             what="the namespace to go")
+
+
+def test_attach_hands_over_to_kubectl(env, tmp_path):
+    stub = tmp_path / "kubectl"
+    log = tmp_path / "kubectl.log"
+    stub.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {log}\nexit 0\n")
+    stub.chmod(0o755)
+    r = env.run("claude", "--registry", env.registry, env={"UPLINK_KUBECTL": str(stub)}, check=0)
+    argv = log.read_text().splitlines()
+    assert argv[argv.index("--context") + 1] == "local-k8s-admin"
+    assert "exec" in argv and "-it" in argv and "agent" in argv
+    assert argv[argv.index("-c") + 1] == "main"
+    assert "detached; session" in r.stderr
