@@ -100,6 +100,7 @@
 #define UP_IMAGE_CONTEXT_MAX_FILES 10000
 #define UP_IMAGE_CONTEXT_MAX_BYTES (256u * 1024 * 1024)
 #define UP_IMAGE_CONTEXT_MAX_DEPTH 32
+#define UP_IMAGE_DOCKERIGNORE_MAX (64 * 1024)   /* .dockerignore */
 #define UP_IMAGE_LOG_LINE_MAX 4096            /* one line of docker output; longer ones are cut */
 #define UP_IMAGE_LOG_QUEUE_MAX (4 * 1024 * 1024) /* log bytes waiting for the disk; past it, dropped */
 #define UP_IMAGE_ERROR_TAIL_LINES 8           /* last lines of output quoted in an error */

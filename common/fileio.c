@@ -8,15 +8,48 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int read_fd(int fd, size_t max, char **ret, size_t *len);
+
 int up_read_file(const char *path, size_t max, char **ret, size_t *len)
 {
 	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	return read_fd(fd, max, ret, len);
+}
+
+int up_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *len)
+{
+	_cleanup_(closep) int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	return read_fd(fd, max, ret, len);
+}
+
+int up_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_fd(int fd, size_t max, char **ret, size_t *len)
+{
 	size_t used = 0, cap;
 	struct stat st;
 	char *buf;
 
-	if (fd < 0)
-		return -errno;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (S_ISDIR(st.st_mode))

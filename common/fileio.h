@@ -12,5 +12,11 @@
  */
 int up_read_file(const char *path, size_t max, char **ret, size_t *len) _wur_;
 
+/* The same, for `path` relative to the folder `dirfd`, never following a symlink at its end. */
+int up_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *len) _wur_;
+
+/* Writes all of `len` bytes, retrying short writes and EINTR. 0 or -errno. */
+int up_write_all(int fd, const void *buf, size_t len) _wur_;
+
 /* Overwrites then frees a buffer that held a secret. */
 void up_free_secret(char *p, size_t len);

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <openssl/evp.h>
@@ -16,6 +17,7 @@
 #include <sys/syscall.h>
 
 #include "bounds.h"
+#include "fileio.h"
 
 struct entry {
 	char type; /* 'F' file, 'L' symlink, 'D' folder */
@@ -32,6 +34,8 @@ struct walk {
 	size_t max_files, max_bytes;
 	char *err;
 	size_t err_len;
+	char *ignore;           /* .dockerignore's text, patterns NUL-separated */
+	size_t n_ignore;
 };
 
 static int fail(struct walk *w, int r, const char *fmt, ...) _printf_(3, 4);
@@ -47,6 +51,7 @@ static int fail(struct walk *w, int r, const char *fmt, ...)
 
 static void walk_free(struct walk *w)
 {
+	free(w->ignore);
 	for (size_t i = 0; i < w->n; i++) {
 		free(w->v[i].path);
 		free(w->v[i].target);
@@ -113,6 +118,88 @@ static const char *kind_of(mode_t m)
 	return "a special file";
 }
 
+/*
+ * .dockerignore, as docker reads it: one pattern a line (# comments), matched against
+ * the path relative to the context (a match on a folder takes what is under it), "!"
+ * takes a path back, the last matching line decides. "**" is not supported. Docker
+ * always sends the Dockerfile and .dockerignore, whatever the file says. So the hash
+ * covers exactly what docker sees.
+ */
+static int load_ignore(struct walk *w, int root)
+{
+	char *text = NULL, *line, *save = NULL, *out;
+	size_t len = 0;
+	int fd = openat(root, ".dockerignore", O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : fail(w, negative_errno(), "cannot read .dockerignore: %s",
+						  strerror(errno));
+	(void)close(fd);
+	r = up_read_file_at(root, ".dockerignore", UP_IMAGE_DOCKERIGNORE_MAX, &text, &len);
+	if (r < 0)
+		return fail(w, r, "cannot read .dockerignore: %s", strerror(-r));
+	w->ignore = out = calloc(1, len + 2);
+	if (!out) {
+		free(text);
+		return -ENOMEM;
+	}
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		line += strspn(line, " \t");
+		size_t n = strcspn(line, "\r");
+		while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+			n--;
+		if (n == 0 || line[0] == '#')
+			continue;
+		if (line[0] == '/' || (line[0] == '!' && line[1] == '/')) {
+			/* a leading "/" means the context's root, which every pattern is relative to */
+			memmove(line + (line[0] == '!'), line + (line[0] == '!') + 1, n - 1 - (line[0] == '!'));
+			n--;
+		}
+		memcpy(out, line, n);
+		out += n + 1;
+		w->n_ignore++;
+	}
+	free(text);
+	return 0;
+}
+
+static bool ignored(const struct walk *w, const char *path)
+{
+	const char *p = w->ignore;
+	bool out = false;
+
+	if (streq(path, "Dockerfile") || streq(path, ".dockerignore"))
+		return false;
+	for (size_t i = 0; i < w->n_ignore; i++, p += strlen(p) + 1) {
+		bool negate = p[0] == '!';
+		const char *pat = p + negate;
+		size_t plen = strlen(pat);
+		/* the path itself, or a folder above it */
+		bool match = fnmatch(pat, path, FNM_PATHNAME) == 0 ||
+			     (!strncmp(path, pat, plen) && path[plen] == '/');
+		for (const char *slash = strchr(path, '/'); !match && slash; slash = strchr(slash + 1, '/')) {
+			char head[PATH_MAX];
+			(void)snprintf(head, sizeof(head), "%.*s", (int)(slash - path), path);
+			match = fnmatch(pat, head, FNM_PATHNAME) == 0;
+		}
+		if (match)
+			out = !negate;
+	}
+	return out;
+}
+
+/* Whether a "!" pattern could take back something under the folder `path`. */
+static bool exception_under(const struct walk *w, const char *path)
+{
+	const char *p = w->ignore;
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < w->n_ignore; i++, p += strlen(p) + 1)
+		if (p[0] == '!' && !strncmp(p + 1, path, n) && p[1 + n] == '/')
+			return true;
+	return false;
+}
+
 static int walk_dir(struct walk *w, int dfd, const char *prefix, unsigned depth);
 
 static int walk_one(struct walk *w, int dfd, const char *name, const char *path, unsigned depth)
@@ -123,6 +210,8 @@ static int walk_one(struct walk *w, int dfd, const char *name, const char *path,
 	ssize_t n;
 	int fd, r;
 
+	if (ignored(w, path) && !exception_under(w, path))
+		return 0;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(w, negative_errno(), "cannot stat '%s': %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
@@ -297,8 +386,10 @@ int up_image_context_hash(const char *dir, const char *const *build_args,
 	root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return fail(&w, negative_errno(), "cannot open it: %s", strerror(errno));
-	fd = dup(root);
-	r = fd < 0 ? negative_errno() : walk_dir(&w, fd, "", 0);
+	r = load_ignore(&w, root);
+	fd = r < 0 ? -1 : dup(root);
+	if (r >= 0)
+		r = fd < 0 ? negative_errno() : walk_dir(&w, fd, "", 0);
 	if (r < 0)
 		goto out;
 	if (fstatat(root, "Dockerfile", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {

@@ -79,9 +79,9 @@ int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const 
 			 const char *label, json_t *problems) _wur_;
 
 /*
- * The built-in layers of an agent and mode (auth and agent-default rules). Until the
- * agents interface exists this knows claude (anthropic, bedrock). -ENOENT with a
- * problem for an unknown agent or mode.
+ * The layers an agent and mode bring (agents/agent.h): its auth rules, prepared for the
+ * daemon's own user, and its default rules file. -ENOENT with a problem for an unknown
+ * agent or mode.
  */
 int up_ruleset_load_agent(struct up_ruleset *rs, const char *agent, const char *mode,
 			  json_t *problems) _wur_;

@@ -18,6 +18,7 @@
 
 #include "bounds.h"
 #include "paths.h"
+#include "fileio.h"
 
 struct store_op;
 
@@ -175,19 +176,6 @@ static int make_dirs(struct up_store *s, json_t *problems, char *err, size_t err
 	return r < 0 ? r : make_dir(s->sessions, problems, err, err_len);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* tmp + write + fsync + rename + fsync of the folder. */
 static int save_bytes(struct up_store *s, const char *id, const char *buf, size_t len, char *err,
@@ -204,7 +192,7 @@ static int save_bytes(struct up_store *s, const char *id, const char *buf, size_
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return fail(-errno, err, err_len, "cannot create a file in", s->sessions);
-	r = write_all(fd, buf, len);
+	r = up_write_all(fd, buf, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)

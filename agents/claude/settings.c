@@ -73,19 +73,6 @@ int claude_read_json(const char *path, const char *what, const char *missing_hin
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 int claude_write_private(const char *path, const char *text, size_t len)
 {
@@ -99,7 +86,7 @@ int claude_write_private(const char *path, const char *text, size_t len)
 		return -errno;
 	r = fchmod(fd, 0600) < 0 ? -errno : 0;
 	if (r == 0)
-		r = write_all(fd, text, len);
+		r = up_write_all(fd, text, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)

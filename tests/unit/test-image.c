@@ -167,6 +167,33 @@ static void test_hash_changes(void **state)
 	assert_int_equal(teardown(state), 0);
 }
 
+/* .dockerignore: what docker does not see does not change the tag; what it sees does. */
+static void test_hash_dockerignore(void **state)
+{
+	char base[65], h[65];
+
+	(void)state;
+	sh("mkdir -p %s/ctx/sub && echo code > %s/ctx/agent.c && echo h > %s/ctx/sub/x.h && "
+	   "echo keep > %s/ctx/sub/keep.h && mkfifo %s/ctx/sub/fifo",
+	   tmp, tmp, tmp, tmp, tmp);
+	sh("printf '# comment\n*.c\n/sub\n!sub/keep.h\n\n' > %s/ctx/.dockerignore", tmp);
+	ctx_hash(base); /* the FIFO in an ignored folder is never even looked at */
+	sh("echo more >> %s/ctx/agent.c && echo more >> %s/ctx/sub/x.h", tmp, tmp);
+	ctx_hash(h);
+	assert_string_equal(base, h);
+	sh("echo more >> %s/ctx/sub/keep.h", tmp);
+	ctx_hash(h);
+	assert_string_not_equal(base, h); /* taken back by "!" */
+	memcpy(base, h, sizeof(h));
+	sh("echo more >> %s/ctx/hello.txt", tmp);
+	ctx_hash(h);
+	assert_string_not_equal(base, h);
+	memcpy(base, h, sizeof(h));
+	sh("echo '*.c' >> %s/ctx/.dockerignore", tmp); /* docker sees .dockerignore itself */
+	ctx_hash(h);
+	assert_string_not_equal(base, h);
+}
+
 static void test_refuse_special(void **state)
 {
 	char err[512];
@@ -687,6 +714,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hash_stable, setup, teardown),
 		cmocka_unit_test(test_hash_golden),
 		cmocka_unit_test(test_hash_changes),
+		cmocka_unit_test_setup_teardown(test_hash_dockerignore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_special, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_escaping_symlinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
