@@ -421,23 +421,35 @@ static void backoff(struct up_kube_call *c, long retry_after)
 	(void)uv_timer_start(c->timer, on_backoff, ms, 0);
 }
 
-/* The API server's Status, or what we can say about a body that is not one. */
-static void status_error(struct up_kube_call *c, const struct up_http_result *res)
+void up_kube_status_parse(const char *body, size_t len, long status, const char *method,
+			  const char *path, const char *server, struct up_kube_error *e)
 {
-	json_t *st = json_loadb(res->body, res->body_len, 0, NULL);
+	json_t *st = json_loadb(body, len, 0, NULL);
 	const char *kind = json_string_value(json_object_get(st, "kind"));
 	const char *msg = json_string_value(json_object_get(st, "message"));
 	const char *reason = json_string_value(json_object_get(st, "reason"));
 
-	if (kind && strcmp(kind, "Status") == 0 && msg)
-		call_fail(c, -EREMOTEIO, res->status, reason, "%s %s: %s (%s, HTTP %ld)", c->method,
-			  c->path, msg, reason ? reason : "no reason", res->status);
-	else
-		call_fail(c, -EREMOTEIO, res->status, NULL,
-			  "%s %s: HTTP %ld from the API server at %s, with %zu bytes that are not a "
-			  "Kubernetes Status",
-			  c->method, c->path, res->status, c->k->ctx->server, res->body_len);
+	*e = (struct up_kube_error){ .r = -EREMOTEIO, .code = status };
+	if (kind && strcmp(kind, "Status") == 0 && msg) {
+		(void)snprintf(e->reason, sizeof(e->reason), "%s", reason ? reason : "");
+		(void)snprintf(e->message, sizeof(e->message), "%s %s: %s (%s, HTTP %ld)", method, path,
+			       msg, reason ? reason : "no reason", status);
+	} else {
+		(void)snprintf(e->message, sizeof(e->message),
+			       "%s %s: HTTP %ld from the API server at %s, with %zu bytes that are not a "
+			       "Kubernetes Status",
+			       method, path, status, server, len);
+	}
 	json_decref(st);
+}
+
+static void status_error(struct up_kube_call *c, const struct up_http_result *res)
+{
+	struct up_kube_error e;
+
+	up_kube_status_parse(res->body, res->body_len, res->status, c->method, c->path,
+			     c->k->ctx->server, &e);
+	call_finish(c, &e, NULL);
 }
 
 static void transport_error(struct up_kube_call *c, const struct up_http_result *res)

@@ -64,5 +64,9 @@ void up_kube_cancel(struct up_kube_call *c);
 
 uv_loop_t *up_kube_loop(const struct up_kube *k);
 
+/* An error answer as the error callers get: the Status's reason and message, or a sentence. */
+void up_kube_status_parse(const char *body, size_t len, long status, const char *method,
+			  const char *path, const char *server, struct up_kube_error *e);
+
 /* For tests and benchmarks: how many HTTP requests were sent (retries included). */
 unsigned long up_kube_requests_sent(const struct up_kube *k);

@@ -10,6 +10,7 @@
  *   kube-probe ... apply [--dry-run] [--sequential] FILE.json...
  *   kube-probe ... delete PATH...
  *   kube-probe ... watch KIND SELECTOR EVENTS [SECONDS]
+ *   kube-probe ... logs NAMESPACE POD CONTAINER LINES [SECONDS]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -118,6 +119,28 @@ static void on_state(const char *error, void *ud)
 	fflush(stdout);
 }
 
+static int on_log_line(const char *line, size_t len, void *ud)
+{
+	(void)ud;
+	json_t *j = json_pack("{s:s%}", "line", line, len);
+	char *s = json_dumps(j, JSON_COMPACT);
+
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(j);
+	if (++got_events >= want_events)
+		uv_stop(loop);
+	return 0;
+}
+
+static void on_log_end(const struct up_kube_error *err, json_t *obj, void *ud)
+{
+	(void)obj;
+	print_result(ud, err, NULL);
+	uv_stop(loop);
+}
+
 static void on_deadline(uv_timer_t *t)
 {
 	(void)t;
@@ -165,6 +188,17 @@ static int run(int argc, char **argv)
 		(void)uv_timer_start(&deadline, on_deadline, (uint64_t)(argc == 5 ? atol(argv[4]) : 30) * 1000, 0);
 		uv_unref((uv_handle_t *)&deadline);
 		r = up_kube_watch_new(kube, argv[1], *argv[2] ? argv[2] : NULL, on_event, on_state, &w, &w);
+	} else if (!strcmp(cmd, "logs") && (argc == 5 || argc == 6)) {
+		char path[512], full[1024];
+		want_events = atol(argv[4]);
+		(void)uv_timer_init(loop, &deadline);
+		(void)uv_timer_start(&deadline, on_deadline, (uint64_t)(argc == 6 ? atol(argv[5]) : 30) * 1000, 0);
+		uv_unref((uv_handle_t *)&deadline);
+		r = up_kube_path(path, sizeof(path), "Pod", argv[1], argv[2]);
+		if (r >= 0 && snprintf(path + strlen(path), sizeof(path) - strlen(path), "/log") > 0)
+			r = up_kube_query(full, sizeof(full), path, "follow", "true", "container", argv[3], NULL);
+		if (r >= 0)
+			r = up_kube_stream(kube, full, on_log_line, on_log_end, "logs", NULL);
 	} else {
 		fprintf(stderr, "kube-probe: bad command line (see the comment at the top of kube-probe.c)\n");
 		return 2;

@@ -327,3 +327,29 @@ def test_watch_reports_deletions_and_modifications(fakekube):
     assert events[0] == ("ADDED", "Active")
     assert ("MODIFIED", "Terminating") in events
     assert events[-1][0] == "DELETED"
+
+
+def test_pod_log_follow_line_by_line(fakekube):
+    fakekube.create("Namespace", None, {"metadata": {"name": "logs"}})
+    fakekube.create("Pod", "logs", {"metadata": {"name": "mitm"},
+                                    "spec": {"containers": [{"name": "mitm", "image": "m"}]}})
+    # A container that has not started has no log to follow (400, as the real server says).
+    fakekube.wait_for(lambda: fakekube.get("Pod", "logs", "mitm")["status"].get("phase") == "Running")
+    fakekube.pod_log("logs", "mitm", "first line\n", container="mitm")
+    out = {}
+
+    def run():
+        out["r"] = kube_probe(fakekube.kubeconfig, "logs", "logs", "mitm", "mitm", 3, 20, timeout=30)
+    t = threading.Thread(target=run)
+    t.start()
+    fakekube.wait_for(lambda: any("/log" in r["path"] for r in fakekube.requests()))
+    time.sleep(0.2)
+    fakekube.pod_log("logs", "mitm", '{"uplink":"audit","decision":"deny"}\nthird', container="mitm")
+    fakekube.pod_log("logs", "mitm", " line\n", container="mitm")
+    t.join()
+    rc, lines, err = out["r"]
+    assert rc == 0, err
+    assert [l["line"] for l in lines if "line" in l] == [
+        "first line", '{"uplink":"audit","decision":"deny"}', "third line"]
+    q = next(r["query"] for r in fakekube.requests() if "/log" in r["path"])
+    assert "follow=true" in q and "container=mitm" in q
