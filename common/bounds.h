@@ -125,6 +125,8 @@
 /* Session lifetime and idle limit unless --ttl and --idle-timeout say otherwise. */
 #define UP_SESSION_DEFAULT_TTL_S (24 * 3600)
 #define UP_SESSION_DEFAULT_IDLE_S (4 * 3600)
+/* How long the registry in agent-uplink-system may take to become available (s). */
+#define UP_REGISTRY_READY_TIMEOUT_S 120
 
 /* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
  * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */

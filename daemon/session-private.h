@@ -54,6 +54,11 @@ struct up_session {
 	enum up_error prep_e;
 	bool agent_ready, mitm_ready, applied_anything, freeing;
 	char waiting[512]; /* the last reason a pod gave for not starting */
+	char registry_problem[1024]; /* registries.yaml, read on the threadpool */
+	char server[512];            /* the deploy cluster's URL, for the threadpool */
+	/* uv_hrtime() at the start, when deploying began, and when the last object was sent. */
+	uint64_t t_start, t_deploy, t_submitted;
+	json_t *system; /* agent-uplink-system's objects while they are applied */
 };
 
 /* The registry, shared by session.c, sessions.c and rpc-session.c. */
@@ -81,6 +86,21 @@ struct up_session *up_session_new(struct up_sessions *all, const char *id);
 /* Writes the record, then runs the steps; answers `req` when running or failed. */
 int up_session_begin(struct up_session *s, struct up_request *req) _wur_;
 void up_session_free(struct up_session *s);
+
+/* session.c, for the steps in other files */
+typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
+int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
+int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
+void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
+void session_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms);
+/* The registry is there: on to the image. */
+void session_registry_ready(struct up_session *s);
+
+/* session-registry.c */
+/* Threadpool: the k3s registries.yaml check; `problem` empty when fine or not needed. */
+void session_registry_check(const char *server, char *problem, size_t len);
+/* Applies agent-uplink-system and waits for the registry; then session_registry_ready(). */
+int session_registry_ensure(struct up_session *s, char *err, size_t len) _wur_;
 
 /* session-agent.c: the agent's host-side work, on the threadpool. */
 int session_agent_prepare(struct up_session *s, char *err, size_t len);

@@ -227,6 +227,21 @@ static void start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
 		(void)uv_timer_start(s->timer, cb, ms, 0);
 }
 
+int session_apply(struct up_session *s, json_t *obj, session_done_fn done)
+{
+	return session_call(s, CALL_APPLY, obj, NULL, done);
+}
+
+int session_get(struct up_session *s, const char *path, session_done_fn done)
+{
+	return session_call(s, CALL_GET, NULL, path, done);
+}
+
+void session_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
+{
+	start_timer(s, cb, ms);
+}
+
 /* ---- the way down ---- */
 
 static void answer_error(struct up_session *s, enum up_error e, const char *msg)
@@ -239,6 +254,8 @@ static void answer_error(struct up_session *s, enum up_error e, const char *msg)
 	up_request_error(req, e, msg);
 }
 
+static void fail_msg(struct up_session *s, enum up_error e, const char *msg);
+
 static void fail(struct up_session *s, enum up_error e, const char *fmt, ...)
 {
 	char msg[2048];
@@ -247,6 +264,22 @@ static void fail(struct up_session *s, enum up_error e, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fail_msg(s, e, msg);
+}
+
+void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fail_msg(s, e, msg);
+}
+
+static void fail_msg(struct up_session *s, enum up_error e, const char *msg)
+{
 	if (up_session_state_is_terminal(s->state))
 		return;
 	cancel_work(s);
@@ -387,6 +420,9 @@ static void prepare_run(uv_work_t *w)
 		s->prep_e = UP_ERR_RULES_INVALID;
 		return;
 	}
+	if (!s->o.image && !s->o.registry && !s->o.dry_run)
+		session_registry_check(s->server[0] ? s->server : NULL, s->registry_problem,
+				       sizeof(s->registry_problem));
 	r = up_ca_new(s->id, now_s(), up_record_expires_at(s->record), &s->ca, err, sizeof(err));
 	if (r < 0) {
 		s->prep_e = UP_ERR_INTERNAL_ERROR;
@@ -443,6 +479,10 @@ static void on_record_saved(int r, const char *err, json_t *result, void *ud)
 		fail(s, UP_ERR_INTERNAL_ERROR, "cannot write the session record: %s", err);
 		return;
 	}
+	/* What the worker may need of the cluster, copied while on the loop. */
+	struct up_kube *k = up_cluster_kube(s->cluster);
+	if (k)
+		(void)snprintf(s->server, sizeof(s->server), "%s", up_kube_get_context(k)->server);
 	s->work.data = s;
 	s->in_work = true;
 	r = uv_queue_work(s->all->loop, &s->work, prepare_run, prepare_after);
@@ -476,12 +516,11 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 	step_deploy(s);
 }
 
+static void start_image(struct up_session *s);
+
 static void step_build(struct up_session *s)
 {
-	char ctx[4200], repo[512], url[512], log_path[4200], dir[4096];
-	const char *host = s->o.registry ? s->o.registry : "localhost:5000";
-	bool local = startswith(host, "localhost:") || startswith(host, "127.0.0.1:");
-	int r;
+	char err[512];
 
 	if (s->o.image) {
 		s->image_ref = strdup(s->o.image);
@@ -489,6 +528,34 @@ static void step_build(struct up_session *s)
 		return;
 	}
 	set_state(s, UP_SESSION_BUILDING, NULL);
+	if (s->o.registry) {
+		start_image(s);
+		return;
+	}
+	/* The in-cluster registry: the node must be able to pull from it, and it must run. */
+	if (s->registry_problem[0]) {
+		fail(s, UP_ERR_PREREQ_MISSING, "%s", s->registry_problem);
+		return;
+	}
+	progress(s, "build", 0, 0, "making sure the registry in agent-uplink-system runs");
+	if (session_registry_ensure(s, err, sizeof(err)) < 0)
+		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "%s", err);
+}
+
+void session_registry_ready(struct up_session *s)
+{
+	json_decref(s->system);
+	s->system = NULL;
+	start_image(s);
+}
+
+static void start_image(struct up_session *s)
+{
+	char ctx[4200], repo[512], url[512], log_path[4200], dir[4096];
+	const char *host = s->o.registry ? s->o.registry : "localhost:5000";
+	bool local = startswith(host, "localhost:") || startswith(host, "127.0.0.1:");
+	int r;
+
 	if (session_agent_context(s, ctx, sizeof(ctx)) < 0) {
 		fail(s, UP_ERR_INTERNAL_ERROR, "the agent's build context path is too long");
 		return;
@@ -546,6 +613,7 @@ static void apply_agent_pod(struct up_session *s)
 		fail(s, UP_ERR_INTERNAL_ERROR, "%s", err);
 		return;
 	}
+	s->t_submitted = uv_hrtime();
 	if (session_call(s, CALL_APPLY, pod, NULL, on_agent_applied) < 0)
 		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 }
@@ -635,6 +703,7 @@ static void step_deploy(struct up_session *s)
 		return;
 	}
 	set_state(s, UP_SESSION_DEPLOYING, NULL);
+	s->t_deploy = uv_hrtime();
 	progress(s, "deploy", 0, 1, "creating namespace %s", s->ns);
 	if (session_call(s, CALL_APPLY, json_array_get(s->objects, 0), NULL, on_namespace_applied) < 0)
 		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
@@ -844,6 +913,7 @@ void up_session_free(struct up_session *s)
 	up_ca_free(s->ca);
 	json_decref(s->problems);
 	json_decref(s->objects);
+	json_decref(s->system);
 	json_decref(s->record);
 	free(s->image_ref);
 	free(s->prep_error);
@@ -869,6 +939,12 @@ json_t *up_session_describe(const struct up_session *s)
 		if (up_record_exit_code(s->record, &code))
 			(void)json_object_set_new(d, "exit_code", json_integer(code));
 	}
+	if (s->t_submitted)
+		/* The daemon's own share of a start: no image build, no pod start-up in it. */
+		(void)json_object_set_new(d, "timings_ms", json_pack("{s:f, s:f, s:f}",
+			"prepare", (double)(s->t_deploy - s->t_start) / 1e6,
+			"deploy", (double)(s->t_submitted - s->t_deploy) / 1e6,
+			"to_last_object", (double)(s->t_submitted - s->t_start) / 1e6));
 	return d;
 }
 
@@ -880,6 +956,7 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 	int r;
 
 	s->req = req;
+	s->t_start = uv_hrtime();
 	up_request_set_cancel(req, on_start_cancelled, s);
 	s->state = UP_SESSION_PREPARING;
 	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,

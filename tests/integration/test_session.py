@@ -329,3 +329,59 @@ def test_attach_hands_over_to_kubectl(env, tmp_path):
     assert "exec" in argv and "-it" in argv and "agent" in argv
     assert argv[argv.index("-c") + 1] == "main"
     assert "detached; session" in r.stderr
+
+
+@pytest.fixture
+def registry_5000():
+    """The registry stand-in where the in-cluster one would answer: localhost:5000."""
+    Registry.present = set()
+    Registry.heads = []
+    try:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 5000), Registry)
+    except OSError as e:
+        pytest.skip(f"127.0.0.1:5000 is taken here ({e}); the in-cluster registry test needs it")
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_in_cluster_registry_is_set_up_and_waited_for(env, registry_5000, tmp_path):
+    good = tmp_path / "registries.yaml"
+    good.write_text('mirrors:\n  "localhost:5000":\n    endpoint:\n      - "http://localhost:5000"\n')
+    env.daemon.stop()
+    env.daemon.env["UPLINK_K3S_REGISTRIES"] = str(good)
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+    r = env.run("claude", "--detach", check=0)
+    sid = r.stdout.strip()
+    assert env.session(sid)["state"] == "RUNNING"
+    assert env.session(sid)["image"].startswith("localhost:5000/uplink/claude:ctx-")
+    dep = obj(env.fk, "Deployment", "agent-uplink-system", "registry")
+    spec = dep["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["automountServiceAccountToken"] is False
+    c = spec["containers"][0]
+    assert c["image"] == "registry:2"
+    assert {"name": "REGISTRY_HTTP_ADDR", "value": "127.0.0.1:5000"} in c["env"]
+    assert c["ports"][0]["hostPort"] == 5000
+    obj(env.fk, "Service", "agent-uplink-system", "registry")
+    assert any("/v2/uplink/claude/manifests/ctx-" in h for h in Registry.heads)
+    # the in-cluster registry is waited for before the push
+    reqs = [x for x in env.fk.requests() if "agent-uplink-system" in x["path"]]
+    assert any(x["method"] == "GET" and x["path"].endswith("/deployments/registry") for x in reqs)
+
+
+def test_k3s_without_the_registry_mirror_is_refused_with_the_fix(env, tmp_path):
+    bad = tmp_path / "registries.yaml"
+    bad.write_text("mirrors: {}\n")
+    env.daemon.stop()
+    env.daemon.env["UPLINK_K3S_REGISTRIES"] = str(bad)
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+    r = env.run("claude", "--detach", check=1)
+    assert f"{bad} lacks a mirror for localhost:5000" in r.stderr
+    assert '  "localhost:5000":\n    endpoint:\n      - "http://localhost:5000"' in r.stderr
+    assert "sudo systemctl restart k3s" in r.stderr
+    assert env.docker_calls_list() == []
+    assert env.fk.get("Namespace", None, "agent-uplink-system") is None

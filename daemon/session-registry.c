@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The in-cluster registry the agent images go to: agent-uplink-system (a Deployment on
+ * the node's network, bound to its loopback, and a Service), applied by the daemon and
+ * waited for before a push. On a local k3s, the node must also know to pull
+ * localhost:5000 over plain HTTP: /etc/rancher/k3s/registries.yaml says so, or sessions
+ * cannot start, and the message gives the exact file to write.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "fileio.h"
+#include "kube.h"
+#include "manifests.h"
+#include "session-private.h"
+#include "yaml-json.h"
+
+#define K3S_REGISTRIES "/etc/rancher/k3s/registries.yaml"
+#define REGISTRIES_FIX "mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
+#define REGISTRY_PATH "/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry"
+
+/* Whether a kubeconfig server is a k3s on this machine (its API listens on 6443). */
+static bool local_k3s(const char *server)
+{
+	return server && (!strcmp(server, "https://127.0.0.1:6443") ||
+			  !strcmp(server, "https://localhost:6443"));
+}
+
+void session_registry_check(const char *server, char *problem, size_t len)
+{
+	const char *forced = getenv("UPLINK_K3S_REGISTRIES");
+	const char *path = forced && *forced ? forced : K3S_REGISTRIES;
+	_cleanup_(freep) char *text = NULL;
+	char yerr[256];
+	json_t *doc = NULL;
+	size_t n;
+	int r;
+
+	problem[0] = '\0';
+	if (!(forced && *forced) && !local_k3s(server))
+		return;
+	r = up_read_file(path, UP_MAX_YAML_SIZE, &text, &n);
+	if (r >= 0 && up_yaml_load(text, n, &doc, yerr, sizeof(yerr)) < 0)
+		r = -EINVAL;
+	if (r >= 0 && json_object_get(json_object_get(doc, "mirrors"), "localhost:5000")) {
+		json_decref(doc);
+		return;
+	}
+	json_decref(doc);
+	(void)snprintf(problem, len,
+		       "the local k3s cannot pull agent images: %s %s a mirror for localhost:5000. "
+		       "Write this to it, then restart k3s (sudo systemctl restart k3s):\n%s",
+		       path, r == -ENOENT ? "does not exist, so it lacks" : r < 0 ? "cannot be read, so it lacks" : "lacks",
+		       REGISTRIES_FIX);
+}
+
+static void poll_registry(struct up_session *s);
+
+static void on_registry_timer(uv_timer_t *t)
+{
+	poll_registry(t->data);
+}
+
+static void on_registry(struct up_session *s, const struct up_kube_error *err, json_t *dep)
+{
+	if (!err && json_integer_value(json_object_get(json_object_get(dep, "status"), "availableReplicas")) >= 1) {
+		session_registry_ready(s);
+		return;
+	}
+	if (++s->attempts > UP_REGISTRY_READY_TIMEOUT_S) {
+		session_fail(s, UP_ERR_PREREQ_MISSING,
+			     "the image registry in agent-uplink-system did not become available "
+			     "within %d s; see: kubectl -n agent-uplink-system describe deployment "
+			     "registry (or push elsewhere with --registry)",
+			     UP_REGISTRY_READY_TIMEOUT_S);
+		return;
+	}
+	session_timer(s, on_registry_timer, 1000);
+}
+
+static void poll_registry(struct up_session *s)
+{
+	if (session_get(s, REGISTRY_PATH, on_registry) < 0)
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+}
+
+static void on_system_object(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	(void)obj;
+	if (err) {
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "setting up agent-uplink-system failed: %s",
+			     err->message);
+		return;
+	}
+	if (--s->pending > 0)
+		return;
+	s->attempts = 0;
+	poll_registry(s);
+}
+
+static void on_system_namespace(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	json_t *rest = s->system;
+	size_t i;
+	json_t *o;
+
+	(void)obj;
+	if (err) {
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace agent-uplink-system "
+			     "failed: %s", err->message);
+		return;
+	}
+	s->pending = 0;
+	json_array_foreach(rest, i, o) {
+		if (i == 0)
+			continue;
+		if (session_apply(s, o, on_system_object) < 0) {
+			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+			return;
+		}
+		s->pending++;
+	}
+	if (s->pending == 0)
+		poll_registry(s);
+}
+
+int session_registry_ensure(struct up_session *s, char *err, size_t len)
+{
+	struct up_system_spec sys = { .registry_image = s->o.registry_image };
+	int r;
+
+	json_decref(s->system);
+	s->system = NULL;
+	r = up_manifests_render_system(s->all->tpl, &sys, &s->system, err, len);
+	if (r < 0)
+		return r;
+	/* The namespace first; the registry's Deployment and Service then together. */
+	r = session_apply(s, json_array_get(s->system, 0), on_system_namespace);
+	if (r < 0)
+		(void)snprintf(err, len, "the deploy cluster is not available");
+	return r;
+}
