@@ -196,6 +196,7 @@ char *up_agent_strdup(struct up_agent_prepared *p, const char *s)
 	return s ? up_agent_memdup(p, s, strlen(s)) : NULL;
 }
 
+static char *keep_vprintf(struct up_agent_prepared *p, const char *fmt, va_list ap) _printf_(2, 0);
 static char *keep_vprintf(struct up_agent_prepared *p, const char *fmt, va_list ap)
 {
 	char *s = NULL;

@@ -189,6 +189,7 @@ class Echo:
     def __init__(self, pki, ips=()):
         self.pki = pki
         self.requests, self.raw, self.lock = [], [], threading.Lock()
+        self.raw_active = 0  # raw connections still open (each lands in .raw when it ends)
         self._ctx = {}
         ips = sorted({"127.0.0.1", "::1", *ips})
         self._default = self._context(pki.upstream.issue("default", ["localhost"], ips))
@@ -266,6 +267,8 @@ class Echo:
 
     def _raw(self, conn):
         total = 0
+        with self.lock:
+            self.raw_active += 1
         while True:
             data, conn.buf = conn.buf, b""
             total += len(data)
@@ -276,6 +279,17 @@ class Echo:
                 break
         with self.lock:
             self.raw.append(total)
+            self.raw_active -= 1
+
+    def wait_raw_quiet(self, timeout=10.0):
+        """Waits until no raw connection is open, so that .raw holds all of them."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if self.raw_active == 0:
+                    return
+            time.sleep(0.01)
+        raise AssertionError("raw connections still open after %.0fs" % timeout)
 
     def _http(self, conn, info):
         try:

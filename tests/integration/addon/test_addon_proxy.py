@@ -109,6 +109,8 @@ def test_l4_long_tunnel_does_not_grow_memory(proxy):
 def test_non_http_bytes_in_intercepted_tunnel_are_not_relayed(proxy):
     with proxy.lock:
         proxy.set_rules([R("web", ["web\\.uplink\\.test"])])
+        # An earlier test's relay may still be closing: count from a quiet echo server.
+        proxy.echo.wait_raw_quiet()
         raw_before = len(proxy.echo.raw)
         status, _, _, sock = tunnel(proxy.port, "web.uplink.test", 443)
         assert status == 200
@@ -124,6 +126,7 @@ def test_non_http_bytes_in_intercepted_tunnel_are_not_relayed(proxy):
         except OSError:
             pass
         sock.close()
+        proxy.echo.wait_raw_quiet()
     assert b"\x00RAW" not in reply, "raw bytes were echoed through the tunnel"
     assert len(proxy.echo.raw) == raw_before
     assert {"tcp_flow": True} not in proxy.mitm.connects()
