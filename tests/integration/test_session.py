@@ -385,3 +385,100 @@ def test_k3s_without_the_registry_mirror_is_refused_with_the_fix(env, tmp_path):
     assert "sudo systemctl restart k3s" in r.stderr
     assert env.docker_calls_list() == []
     assert env.fk.get("Namespace", None, "agent-uplink-system") is None
+
+
+KEYRING_SENTINEL = "UPLINK-KEYRING-SENTINEL-" + "5" * 16
+EXEC_SENTINEL = "UPLINK-EXEC-SENTINEL-" + "6" * 16
+
+
+def planted_rules(env):
+    """A rules file whose headers come from the keyring and from a command."""
+    secrets = env.tmp / "secrets.json"
+    secrets.write_text(json.dumps({"entries": [
+        {"service": "gitlab", "username": "token", "value": KEYRING_SENTINEL}]}))
+    rules = env.project / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - name: gitlab-api\n"
+        "    hosts: ['gitlab\\\\.example\\\\.com']\n"
+        "    inject:\n"
+        "      headers:\n"
+        "        PRIVATE-TOKEN: '{{keyring:gitlab:token}}'\n"
+        "  - name: registry\n"
+        "    hosts: ['registry\\\\.example\\\\.com']\n"
+        "    inject:\n"
+        "      headers:\n"
+        f"        Authorization: 'Basic {{{{exec:echo {EXEC_SENTINEL}}}}}'\n")
+    return {"UPLINK_SECRET_STORE": "file", "UPLINK_SECRET_FILE": str(secrets)}, rules
+
+
+def test_no_secret_reaches_the_agent_or_any_output(env):
+    extra_env, rules = planted_rules(env)
+    env.daemon.stop()
+    env.daemon.env.update(extra_env)
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+    r = env.run("claude", "--dry-run", "--show-secrets", "--allow-exec", "--rules", "rules.yaml",
+                "--image", "example/agent:1", check=0)
+    items = json.loads(r.stdout)["items"]
+    sentinels = (TOKEN, REFRESH, KEYRING_SENTINEL, EXEC_SENTINEL)
+    agent = next(i for i in items if i["kind"] == "Pod" and i["metadata"]["name"] == "agent")
+    referenced = {v.get("secret", {}).get("secretName") or v.get("configMap", {}).get("name")
+                  for v in agent["spec"]["volumes"]}
+    for i in items:
+        text = json.dumps(i)
+        if i["kind"] == "Secret":
+            text += "".join(base64.b64decode(v).decode(errors="replace") for v in (i.get("data") or {}).values())
+        found = [s for s in sentinels if s in text]
+        if i["kind"] == "Secret" and i["metadata"]["name"] == "rules-json":
+            assert set(found) == {TOKEN, KEYRING_SENTINEL, EXEC_SENTINEL}, found  # where they belong
+        else:
+            assert not found, (i["kind"], i["metadata"]["name"], found)
+        if i["metadata"]["name"] in referenced:
+            assert not found
+    assert not any(s in json.dumps(agent) for s in sentinels)
+    for out in (r.stderr, env.daemon.logs()):
+        assert not any(s in out for s in sentinels)
+    # and a real run, through the fake API server
+    sid = env.run("claude", "--detach", "--allow-exec", "--rules", "rules.yaml", "--image",
+                  "example/agent:1", check=0).stdout.strip()
+    for sec in env.fk.list("Secret", f"agent-uplink-{sid}"):
+        data = "".join(base64.b64decode(v).decode(errors="replace") for v in (sec.get("data") or {}).values())
+        if sec["metadata"]["name"] != "rules-json":
+            assert not any(s in data for s in sentinels), sec["metadata"]["name"]
+    assert not any(s in env.daemon.logs() for s in sentinels)
+
+
+def test_client_killed_while_preparing_tears_down(env):
+    rules = env.project / "slow.yaml"
+    rules.write_text("rules:\n  - name: slow\n    hosts: ['x\\\\.example']\n    inject:\n"
+                     "      headers:\n        X-Slow: '{{exec:sleep 3; echo v}}'\n")
+    p = start_in_background(env, "--allow-exec", "--rules", str(rules))
+    wait_for(lambda: (only_session(env) or {}).get("state") == "PREPARING", timeout=30, what="PREPARING")
+    time.sleep(0.5)
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    wait_for(lambda: only_session(env)["state"] == "GONE", timeout=30, what="the teardown")
+    assert "went away before it was running" in only_session(env)["reason"]
+    assert env.docker_calls_list() == []
+
+
+def test_client_killed_while_deploying_tears_down(env):
+    env.fk.add_fault(delay=3.0, count=1, path_regex="/api/v1/namespaces/agent-uplink-[0-9a-f]+$",
+                     method="PATCH")
+    p = start_in_background(env, "--image", "example/agent:1")
+    wait_for(lambda: (only_session(env) or {}).get("state") == "DEPLOYING", timeout=30, what="DEPLOYING")
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    wait_for(lambda: only_session(env)["state"] == "GONE", timeout=30, what="the teardown")
+    wait_for(lambda: not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")],
+             timeout=30, what="the namespace to go")
+
+
+def test_deploy_context_flag_uses_that_context(env):
+    env.fk.clear_requests()
+    r = env.run("claude", "--detach", "--deploy-context", "fake-token", "--image", "example/agent:1", check=0)
+    sid = r.stdout.strip()
+    assert env.session(sid)["state"] == "RUNNING"
+    applies = [x for x in env.fk.requests() if x["method"] == "PATCH" and sid in x["path"]]
+    assert applies and all(x["auth"].startswith("token") for x in applies)
