@@ -28,6 +28,7 @@
 #include "rules.h"
 #include "secret-store.h"
 #include "server.h"
+#include "session-audit.h"
 #include "session-private.h"
 #include "store.h"
 
@@ -104,6 +105,10 @@ static void set_state(struct up_session *s, enum up_session_state to, const char
 	log_info("Session %s: %s -> %s%s%s", s->id, up_session_state_to_name(from),
 		 up_session_state_to_name(to), reason ? ": " : "", reason ? reason : "");
 	s->state = to;
+	if (to == UP_SESSION_RUNNING)
+		up_session_audit_start(s);
+	else if (up_session_state_is_terminal(to))
+		up_session_audit_stop(s);
 	/* On the way down, the reason the session ended stays: it is what `list` shows. */
 	char kept[1024] = "";
 	if (!reason && s->record && (to == UP_SESSION_TEARDOWN || to == UP_SESSION_GONE)) {
@@ -294,10 +299,13 @@ static void on_namespace_deleted(struct up_session *s, const struct up_kube_erro
 {
 	uint64_t ms;
 
-	(void)obj;
 	if (!err) {
-		/* Accepted (or already gone): the namespace watch reports its end. */
-		if (!s->applied_anything || s->o.dry_run)
+		/*
+		 * Accepted: the namespace watch reports its end. Not found: it is gone now; if a
+		 * create cancelled in flight still lands later, its ADDED event brings it back
+		 * here (up_session_on_namespace).
+		 */
+		if (!obj && s->state == UP_SESSION_TEARDOWN)
 			set_state(s, UP_SESSION_GONE, NULL);
 		return;
 	}
@@ -337,9 +345,18 @@ static void step_teardown(struct up_session *s)
 
 void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns)
 {
-	(void)ns;
-	if (ev != UP_WATCH_DELETED)
+	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+
+	if (ev != UP_WATCH_DELETED) {
+		/* An ended session's namespace has no business existing: delete it (again). */
+		if ((s->state == UP_SESSION_GONE || (up_session_state_is_terminal(s->state) &&
+						     s->state != UP_SESSION_TEARDOWN)) &&
+		    !(phase && !strcmp(phase, "Terminating")) && !s->all->closing) {
+			log_info("Session %s has ended but namespace %s exists: deleting it", s->id, s->ns);
+			delete_namespace(s);
+		}
 		return;
+	}
 	if (s->state == UP_SESSION_TEARDOWN) {
 		if (s->timer)
 			(void)uv_timer_stop(s->timer);
@@ -900,6 +917,7 @@ void up_session_free(struct up_session *s)
 {
 	if (!s)
 		return;
+	up_session_audit_cancel(s);
 	cancel_work(s);
 	if (s->in_work) {
 		s->freeing = true; /* prepare_after() comes back to free */
@@ -983,6 +1001,7 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 
 void up_session_cancel_work(struct up_session *s)
 {
+	up_session_audit_cancel(s);
 	cancel_work(s);
 	/* Shutting down: the loop must be able to finish, so the timer goes now. */
 	if (s->timer) {
@@ -1006,6 +1025,8 @@ void up_session_reconcile(struct up_session *s, json_t *ns)
 	    !s->resolve && s->pending == 0 && !s->calls[0]) {
 		fail(s, UP_ERR_INTERNAL_ERROR, "uplinkd restarted while the session was starting");
 	} else if (s->state == UP_SESSION_RUNNING) {
+		if (ns)
+			up_session_audit_start(s); /* picked up again after a restart; idempotent */
 		if (!ns)
 			set_state(s, UP_SESSION_GONE, "its namespace vanished while uplinkd was not looking");
 		else if (agent)
