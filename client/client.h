@@ -37,6 +37,8 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);

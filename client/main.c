@@ -40,6 +40,27 @@ const struct up_command up_commands[] = {
 	{ "list", up_cmd_list, "List sessions.", "[--all] [--json]",
 	  "Options:\n  --all   also sessions that have ended\n  --json  print them as JSON\n" },
 	{ "stop", up_cmd_stop, "Stop sessions and delete their namespaces.", "SESSION...", "" },
+	{ "clean", up_cmd_clean, "Delete session namespaces, foreign ones too (0.4.1's clean).",
+	  "[SESSION...] [--all] [--older-than DURATION] [-y|--yes] [--wait] [--deploy-context NAME]",
+	  "Give exactly one selector: SESSION ids or namespace names, --all, or --older-than.\n"
+	  "The Python tool's and other users' sessions (foreign) are included when selected.\n\n"
+	  "Options:\n"
+	  "  --all                    every agent-uplink session namespace\n"
+	  "  --older-than DURATION    sessions at least this old (90s, 30m, 2h, 1d)\n"
+	  "  -y, --yes                do not ask before deleting\n"
+	  "  --wait                   return once the namespaces are gone\n"
+	  "  --deploy-context NAME    the cluster to clean (default: the daemon's)\n"
+	  "\nLists what it will delete and asks on stdin (EOF is no). agent-uplink-system is\n"
+	  "never a target. Exit status: 0 done or nothing to delete, 1 aborted or failed,\n"
+	  "2 bad selector or duration.\n" },
+	{ "logs", up_cmd_logs, "Show a session's audit log: every request the proxy decided.",
+	  "SESSION [-f|--follow] [--denied] [--json]",
+	  "Options:\n"
+	  "  -f, --follow  keep printing new requests until the session ends\n"
+	  "  --denied      only refused requests\n"
+	  "  --json        the raw audit lines\n"
+	  "\nOne request per line: time (UTC), decision, method, host, path, rule.\n"
+	  "Works after the session ended too (the log is kept on the host).\n" },
 	{ "status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
 	  "[--json]",
 	  "Options:\n"

@@ -133,3 +133,15 @@
 #define UP_AGENT_MAX_HOST_FILE (4 * 1024 * 1024)
 #define UP_AGENT_TOKEN_RESPONSE_MAX (64 * 1024)
 #define UP_AGENT_TOKEN_TIMEOUT_MS 30000
+
+/* Audit logs (sessions/<id>/audit.jsonl): one line, bytes waiting for the disk (past it,
+ * dropped and counted), how much of the file `uplink logs` gets, how long a stopped
+ * session's mitm log may still deliver, and the reconnect backoff of its stream. */
+#define UP_AUDIT_LINE_MAX (16 * 1024)
+#define UP_AUDIT_QUEUE_MAX (4 * 1024 * 1024)
+#define UP_AUDIT_HISTORY_MAX (4 * 1024 * 1024)
+#define UP_AUDIT_DRAIN_MS 30000
+#define UP_AUDIT_BACKOFF_BASE_MS 250
+#define UP_AUDIT_BACKOFF_CAP_MS 30000
+/* `uplink clean --wait`: how long the daemon waits for the namespaces to go (s). */
+#define UP_CLEAN_WAIT_MAX_S 600

@@ -10,6 +10,7 @@
 #include "cluster.h"
 #include "duration.h"
 #include "manager.h"
+#include "rpc-clean.h"
 #include "rpc.h"
 #include "session-private.h"
 
@@ -275,6 +276,8 @@ static const struct up_method session_methods[] = {
 	{ "session.get", id_params, sizeof(struct id_params), rpc_get, 0 },
 	{ "session.stop", id_params, sizeof(struct id_params), rpc_stop, UP_METHOD_MUTATES },
 	{ "session.attach", id_params, sizeof(struct id_params), rpc_attach, 0 },
+	{ "session.clean", up_clean_params, sizeof(struct up_clean_params), up_rpc_session_clean, UP_METHOD_MUTATES },
+	{ "session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs, 0 },
 	{ 0 },
 };
 

@@ -1,0 +1,102 @@
+"""uplinkd killed (-9) and restarted: nothing it created may leak, and what runs keeps
+running (DESIGN.md, Crash-proof garbage collection)."""
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from test_session import Env, Registry, obj, only_session, registry, start_in_background  # noqa: F401
+from uplinktest import Rpc, wait_for
+
+
+@pytest.fixture
+def env(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = Env(tmpdir_short, fakekube, registry)
+    e.daemon.start()
+    wait_for(lambda: '"state": "ready"' in e.daemon.client("status", "--json").stdout, what="sync")
+    yield e
+    e.daemon.stop()
+    e.daemon.close()
+
+
+def restart(env, sig=signal.SIGKILL):
+    env.daemon.stop(sig)
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+
+
+def ours(env):
+    return [n["metadata"]["name"] for n in env.fk.list("Namespace")
+            if n["metadata"]["name"].startswith("agent-uplink-")]
+
+
+@pytest.mark.parametrize("state", ["BUILDING", "STARTING"])
+def test_daemon_killed_mid_start_fails_and_cleans_up(env, state):
+    if state == "STARTING":
+        env.fk.settings(ready_delay=60)
+    p = start_in_background(env, env_add={"FAKE_DOCKER_SLEEP": "30"} if state == "BUILDING" else None)
+    wait_for(lambda: (only_session(env) or {}).get("state") == state, timeout=30, what=state)
+    sid = only_session(env)["id"]
+    restart(env)
+    p.communicate(timeout=10)  # the client saw its daemon die
+    assert p.returncode != 0
+    wait_for(lambda: env.session(sid)["state"] == "GONE", timeout=30, what="the caught start to end")
+    assert env.session(sid)["reason"] == "uplinkd restarted while the session was starting"
+    wait_for(lambda: not ours(env), timeout=30, what="its namespace to go")
+
+
+def test_running_session_survives_a_daemon_restart(env):
+    sid = env.run("claude", "--detach", "--registry", env.registry, check=0).stdout.strip()
+    restart(env)
+    assert env.session(sid)["state"] == "RUNNING"
+    assert f"agent-uplink-{sid}" in ours(env)
+    # its exit is still seen, by the new daemon
+    env.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=3, reason="Error")
+    wait_for(lambda: env.session(sid)["state"] == "GONE", timeout=30, what="the exit")
+    assert env.session(sid)["exit_code"] == 3
+    wait_for(lambda: not ours(env), timeout=30, what="the namespace to go")
+
+
+def test_exit_while_the_daemon_was_down_is_seen_at_restart(env):
+    sid = env.run("claude", "--detach", "--registry", env.registry, check=0).stdout.strip()
+    env.daemon.stop(signal.SIGKILL)
+    env.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=7, reason="Error")
+    env.daemon.start()
+    wait_for(lambda: env.session(sid)["state"] == "GONE", timeout=30, what="the exit")
+    assert env.session(sid)["exit_code"] == 7
+
+
+def test_orphan_without_record_is_reaped(env):
+    sid = env.run("claude", "--detach", "--registry", env.registry, check=0).stdout.strip()
+    env.daemon.stop(signal.SIGKILL)
+    (env.tmp / "state" / "uplink" / "sessions" / f"{sid}.json").unlink()
+    env.daemon.start()
+    wait_for(lambda: not ours(env), timeout=30, what="the orphan to be reaped")
+    assert "has no session record: deleting the orphan" in env.daemon.logs()
+
+
+def test_foreign_namespaces_are_left_alone(env):
+    # The Python tool's namespaces carry managed-by but not our owner label.
+    env.fk.create("Namespace", None, {"metadata": {"name": "agent-uplink-f0f0f0f0f0f0",
+                                                   "labels": {"managed-by": "agent-uplink"}}})
+    other = {"managed-by": "agent-uplink", "uplink.dev/owner": "someoneelse00000"}
+    env.fk.create("Namespace", None, {"metadata": {"name": "agent-uplink-e0e0e0e0e0e0", "labels": other}})
+    restart(env)
+    time.sleep(1)
+    assert set(ours(env)) == {"agent-uplink-f0f0f0f0f0f0", "agent-uplink-e0e0e0e0e0e0"}
+
+
+def test_teardown_outlasts_an_api_outage(env):
+    sid = env.run("claude", "--detach", "--registry", env.registry, check=0).stdout.strip()
+    env.fk.add_fault(status=500, count=None, method="DELETE", message="etcd unavailable")
+    with Rpc(env.daemon.socket) as c:
+        c.call("session.stop", {"id": sid})
+    wait_for(lambda: sum(1 for r in env.fk.requests() if r["method"] == "DELETE") >= 8, timeout=60,
+             what="the deletes to be retried")
+    assert f"agent-uplink-{sid}" in ours(env)
+    env.fk.clear_faults()
+    wait_for(lambda: not ours(env), timeout=90, what="the namespace to go once the API recovers")
+    assert env.session(sid)["state"] == "GONE"
