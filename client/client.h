@@ -35,6 +35,7 @@ extern const struct up_command up_commands[];
 int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);

@@ -251,6 +251,10 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 		argv[i] = (char *)json_string_value(v);
 	if (kubectl && *kubectl)
 		argv[0] = (char *)kubectl;
+	/* Held open while we are attached: the daemon counts us until our connection goes. */
+	if (up_rpc_client_send(cli->rpc, "session.hold", json_pack("{s:s}", "id", id)) < 0)
+		fprintf(stderr, "uplink: cannot tell uplinkd that this terminal is attached; its idle "
+				"limit may stop the session meanwhile\n");
 	pid = fork();
 	if (pid == 0) {
 		execvp(argv[0], argv);
@@ -325,6 +329,26 @@ int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char
 	return one_id_command(cli, cmd, argc, argv, stop_one);
 }
 
+int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	json_t *res = NULL;
+	char until[32];
+	int r;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
+	if (argc != 3)
+		return up_cli_usage_error(cmd, "give a session and a duration, e.g. uplink extend ID 2h");
+	r = up_cli_call(cli, "session.extend", json_pack("{s:s, s:s}", "id", argv[1], "by", argv[2]), &res);
+	if (r != 0)
+		return r;
+	up_format_duration((double)(json_integer_value(json_object_get(res, "expires_at")) - time(NULL)),
+			   until, sizeof(until));
+	printf("%s: now expires in %s\n", json_string_value(json_object_get(res, "id")), until);
+	json_decref(res);
+	return UP_EXIT_OK;
+}
+
 int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	bool json = false, all = false;
@@ -348,15 +372,21 @@ int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char
 	if (json) {
 		up_print_json(json_object_get(res, "sessions"));
 	} else {
-		printf("%-14s %-10s %-8s %-28s %-8s %s\n", "SESSION", "STATUS", "AGE", "NAMESPACE", "AGENT", "CWD");
+		printf("%-14s %-10s %-8s %-27s %-7s %-8s %-8s %s\n", "SESSION", "STATUS", "AGE",
+		       "NAMESPACE", "AGENT", "ATTACHED", "EXPIRES", "CWD");
 		json_array_foreach(json_object_get(res, "sessions"), i, s) {
-			char age[32];
+			char age[32], expires[32] = "-";
 			json_int_t created = json_integer_value(json_object_get(s, "created_at"));
+			json_int_t exp = json_integer_value(json_object_get(s, "expires_at"));
+			const char *state = json_string_value(json_object_get(s, "state"));
 			up_format_duration(created ? (double)(time(NULL) - created) : 0, age, sizeof(age));
-			printf("%-14s %-10s %-8s %-28s %-8s %s\n", json_string_value(json_object_get(s, "id")),
-			       json_string_value(json_object_get(s, "state")), age,
+			if (exp && state && !strcmp(state, "RUNNING"))
+				up_format_duration((double)(exp - time(NULL)), expires, sizeof(expires));
+			printf("%-14s %-10s %-8s %-27s %-7s %-8lld %-8s %s\n",
+			       json_string_value(json_object_get(s, "id")), state, age,
 			       json_string_value(json_object_get(s, "namespace")),
 			       json_string_value(json_object_get(s, "agent")),
+			       (long long)json_integer_value(json_object_get(s, "attached")), expires,
 			       json_string_value(json_object_get(s, "cwd")));
 		}
 	}

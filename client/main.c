@@ -40,6 +40,8 @@ const struct up_command up_commands[] = {
 	{ "list", up_cmd_list, "List sessions.", "[--all] [--json]",
 	  "Options:\n  --all   also sessions that have ended\n  --json  print them as JSON\n" },
 	{ "stop", up_cmd_stop, "Stop sessions and delete their namespaces.", "SESSION...", "" },
+	{ "extend", up_cmd_extend, "Push a session's deadline (--ttl) further out.", "SESSION DURATION",
+	  "DURATION is added to the deadline (or to now, if that is later): 90s, 30m, 2h, 1d.\n" },
 	{ "clean", up_cmd_clean, "Delete session namespaces, foreign ones too (0.4.1's clean).",
 	  "[SESSION...] [--all] [--older-than DURATION] [-y|--yes] [--wait] [--deploy-context NAME]",
 	  "Give exactly one selector: SESSION ids or namespace names, --all, or --older-than.\n"

@@ -127,6 +127,8 @@
 #define UP_SESSION_DEFAULT_IDLE_S (4 * 3600)
 /* How long the registry in agent-uplink-system may take to become available (s). */
 #define UP_REGISTRY_READY_TIMEOUT_S 120
+/* A desktop warning comes this long before --ttl or --idle-timeout stops a session (s). */
+#define UP_SESSION_WARN_BEFORE_S 600
 
 /* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
  * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */

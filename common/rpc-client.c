@@ -85,6 +85,19 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+int up_rpc_client_send(struct up_rpc_client *c, const char *method, json_t *params_steal)
+{
+	json_t *req = up_jsonrpc_request(method, params_steal, c->next_id++);
+	_cleanup_(freep) char *line = NULL;
+	size_t len;
+
+	if (!req)
+		return -ENOMEM;
+	line = up_json_dump_line(req, &len);
+	json_decref(req);
+	return line ? write_all(c->fd, line, len) : -ENOMEM;
+}
+
 static long long now_ms(void)
 {
 	struct timespec ts;

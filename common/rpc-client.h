@@ -37,5 +37,11 @@ int up_rpc_client_call(struct up_rpc_client *c, const char *method, json_t *para
 		       int timeout_ms, up_rpc_notify_cb cb, void *userdata, json_t **result,
 		       struct up_rpc_error *err) _wur_;
 
+/*
+ * Sends a request and does not wait for its answer (which later calls skip). For
+ * requests held open for the connection's lifetime, such as session.hold.
+ */
+int up_rpc_client_send(struct up_rpc_client *c, const char *method, json_t *params_steal) _wur_;
+
 /* The file descriptor, for callers that poll it together with other things. */
 int up_rpc_client_fd(const struct up_rpc_client *c);

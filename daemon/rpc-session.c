@@ -122,6 +122,13 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 		return snprintf(why, len, "--ttl: %s is too short; give at least 1m", p->ttl), -EINVAL;
 	if (p->idle_timeout && up_duration_parse(p->idle_timeout, &o->idle_s, err, sizeof(err)) < 0)
 		return snprintf(why, len, "--idle-timeout: %s", err), -EINVAL;
+	/* Tests: UPLINK_DEBUG_TIME_DIVISOR=60 makes minutes seconds. */
+	const char *div = getenv("UPLINK_DEBUG_TIME_DIVISOR");
+	long d = div ? strtol(div, NULL, 10) : 1;
+	if (d > 1) {
+		o->ttl_s /= (uint64_t)d;
+		o->idle_s /= (uint64_t)d;
+	}
 	return 0;
 }
 
@@ -254,6 +261,89 @@ static int rpc_attach(struct up_request *req, void *params, void *userdata)
 	return 0;
 }
 
+/*
+ * session.hold: a client that attached keeps this request open; it ends (unanswered)
+ * when the client goes, which is how the daemon counts attached clients (--idle-timeout).
+ */
+struct hold {
+	struct up_sessions *all;
+	char id[16];
+};
+
+static void hold_end(struct up_request *req, void *ud)
+{
+	struct hold *h = ud;
+	struct up_session *s = up_sessions_find(h->all, h->id);
+
+	(void)req;
+	if (s)
+		session_attached(s, -1);
+	free(h);
+}
+
+static int rpc_hold(struct up_request *req, void *params, void *userdata)
+{
+	struct up_session *s = find(req, userdata, ((struct id_params *)params)->id);
+	struct hold *h;
+
+	if (!s)
+		return 0;
+	if (s->state != UP_SESSION_RUNNING) {
+		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s is %s, not running", s->id,
+				  up_session_state_to_name(s->state));
+		return 0;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->all = sessions_of(userdata);
+	(void)snprintf(h->id, sizeof(h->id), "%s", s->id);
+	session_attached(s, +1);
+	up_request_set_cancel(req, hold_end, h);
+	return 0;
+}
+
+struct extend_params {
+	const char *id, *by;
+};
+
+static const struct up_param extend_params[] = {
+	{ "id", UP_PARAM_STRING, offsetof(struct extend_params, id), UP_PARAM_MANDATORY, NULL },
+	{ "by", UP_PARAM_STRING, offsetof(struct extend_params, by), UP_PARAM_MANDATORY, NULL },
+	{ 0 },
+};
+
+static int rpc_extend(struct up_request *req, void *params, void *userdata)
+{
+	struct extend_params *p = params;
+	struct up_session *s = find(req, userdata, p->id);
+	char err[256];
+	uint64_t by;
+	int r;
+
+	if (!s)
+		return 0;
+	if (up_duration_parse(p->by, &by, err, sizeof(err)) < 0 || by == 0) {
+		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "%s", by == 0 && !strstr(err, "invalid") ?
+				  "the duration must be longer than 0s" : err);
+		return 0;
+	}
+	r = session_extend(s, by);
+	if (r == -EALREADY) {
+		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)", s->id,
+				  up_session_state_to_name(s->state));
+		return 0;
+	}
+	if (r < 0) {
+		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "cannot push the deadline of session %s "
+				  "that far (at most %llu days from its start)", s->id,
+				  (unsigned long long)(UP_MAX_DURATION_S / 86400));
+		return 0;
+	}
+	up_request_reply(req, up_session_describe(s));
+	return 0;
+}
+
 struct list_params {
 	bool all;
 };
@@ -276,6 +366,8 @@ static const struct up_method session_methods[] = {
 	{ "session.get", id_params, sizeof(struct id_params), rpc_get, 0 },
 	{ "session.stop", id_params, sizeof(struct id_params), rpc_stop, UP_METHOD_MUTATES },
 	{ "session.attach", id_params, sizeof(struct id_params), rpc_attach, 0 },
+	{ "session.hold", id_params, sizeof(struct id_params), rpc_hold, 0 },
+	{ "session.extend", extend_params, sizeof(struct extend_params), rpc_extend, UP_METHOD_MUTATES },
 	{ "session.clean", up_clean_params, sizeof(struct up_clean_params), up_rpc_session_clean, UP_METHOD_MUTATES },
 	{ "session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs, 0 },
 	{ 0 },

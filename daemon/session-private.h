@@ -56,6 +56,11 @@ struct up_session {
 	char waiting[512]; /* the last reason a pod gave for not starting */
 	char registry_problem[1024]; /* registries.yaml, read on the threadpool */
 	char server[512];            /* the deploy cluster's URL, for the threadpool */
+	/* Lifetime: clients attached now, since when none is, warnings given, the timer. */
+	unsigned attached;
+	int64_t idle_since;
+	bool warned_ttl, warned_idle;
+	uv_timer_t *life;
 	/* uv_hrtime() at the start, when deploying began, and when the last object was sent. */
 	uint64_t t_start, t_deploy, t_submitted;
 	json_t *system; /* agent-uplink-system's objects while they are applied */
@@ -93,8 +98,17 @@ int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_
 int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
 void session_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms);
+void session_save(struct up_session *s);
+/* A warning that a limit is near (desktop notification, or the log without one). */
+void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s);
 /* The registry is there: on to the image. */
 void session_registry_ready(struct up_session *s);
+
+/* session-life.c: --ttl and --idle-timeout */
+void session_life_arm(struct up_session *s);
+void session_life_free(struct up_session *s);
+void session_attached(struct up_session *s, int delta);
+int session_extend(struct up_session *s, uint64_t by_s);
 
 /* session-registry.c */
 /* Threadpool: the k3s registries.yaml check; `problem` empty when fine or not needed. */

@@ -91,6 +91,16 @@ static void save(struct up_session *s)
 	}
 }
 
+void session_save(struct up_session *s)
+{
+	save(s);
+}
+
+void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s)
+{
+	(void)s, (void)limit, (void)left_s; /* the desktop notifier hooks in here */
+}
+
 static void set_state(struct up_session *s, enum up_session_state to, const char *reason)
 {
 	enum up_session_state from = s->state;
@@ -792,6 +802,8 @@ static void running(struct up_session *s)
 	if (s->timer)
 		(void)uv_timer_stop(s->timer);
 	set_state(s, UP_SESSION_RUNNING, NULL);
+	s->idle_since = now_s();
+	session_life_arm(s);
 	if (req) {
 		s->req = NULL;
 		up_request_reply(req, up_session_describe(s));
@@ -924,6 +936,7 @@ void up_session_free(struct up_session *s)
 		return;
 	}
 	up_list_remove(&s->link);
+	session_life_free(s);
 	if (s->timer)
 		uv_close((uv_handle_t *)s->timer, timer_closed);
 	session_agent_free(s);
@@ -949,8 +962,10 @@ json_t *up_session_describe(const struct up_session *s)
 			      s->o.mode ? s->o.mode : (s->record ? up_record_mode(s->record) : NULL),
 			      "image", s->image_ref);
 
+	(void)json_object_set_new(d, "attached", json_integer(s->attached));
 	if (s->record) {
 		(void)json_object_set_new(d, "created_at", json_integer(up_record_created_at(s->record)));
+		(void)json_object_set_new(d, "idle_timeout", json_integer(up_record_idle_timeout(s->record)));
 		(void)json_object_set_new(d, "expires_at", json_integer(up_record_expires_at(s->record)));
 		if (*up_record_reason(s->record))
 			(void)json_object_set_new(d, "reason", json_string(up_record_reason(s->record)));
@@ -1003,6 +1018,7 @@ void up_session_cancel_work(struct up_session *s)
 {
 	up_session_audit_cancel(s);
 	cancel_work(s);
+	session_life_free(s);
 	/* Shutting down: the loop must be able to finish, so the timer goes now. */
 	if (s->timer) {
 		uv_close((uv_handle_t *)s->timer, timer_closed);
@@ -1014,6 +1030,9 @@ void up_session_adopt(struct up_session *s)
 {
 	/* Whatever the last run managed to create, the namespace is the handle on all of it. */
 	s->applied_anything = true;
+	/* A running session's limits go on; the idle clock restarts with the daemon. */
+	s->idle_since = now_s();
+	session_life_arm(s);
 }
 
 void up_session_reconcile(struct up_session *s, json_t *ns)
