@@ -129,6 +129,8 @@
 #define UP_REGISTRY_READY_TIMEOUT_S 120
 /* A desktop warning comes this long before --ttl or --idle-timeout stops a session (s). */
 #define UP_SESSION_WARN_BEFORE_S 600
+/* How often sessions are reconciled with the cluster besides watch events (s). */
+#define UP_RESYNC_S 300
 
 /* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
  * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "cluster.h"
 #include "http.h"
 #include "kube.h"
@@ -177,6 +178,25 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 	}
 }
 
+static void on_resync(uv_timer_t *t)
+{
+	struct up_sessions *all = t->data;
+	const char *key;
+	json_t *entry;
+
+	/* Whatever a failed delete or a missed event left behind is settled here. */
+	json_object_foreach(all->clusters, key, entry) {
+		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
+		if (up_cluster_ready(pc[0]))
+			reconcile(all, pc[0]);
+	}
+}
+
+static void resync_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
 int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **ret)
 {
 	struct up_sessions *all = calloc(1, sizeof(*all));
@@ -207,6 +227,15 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	if (up_manifests_load(NULL, &all->tpl, all->tpl_error, sizeof(all->tpl_error)) < 0)
 		log_warning("Sessions cannot start: %s", all->tpl_error);
 	(void)up_sessions_cluster(all, NULL);
+	all->resync = malloc(sizeof(*all->resync));
+	if (all->resync) {
+		const char *env = getenv("UPLINK_RESYNC_S"); /* tests shorten it */
+		long every = env ? strtol(env, NULL, 10) : 0;
+		uint64_t ms = (uint64_t)(every > 0 ? every : UP_RESYNC_S) * 1000;
+		(void)uv_timer_init(loop, all->resync);
+		all->resync->data = all;
+		(void)uv_timer_start(all->resync, on_resync, ms, ms);
+	}
 	r = up_store_load_async(loop, all->store, (int64_t)time(NULL), on_records, all);
 	if (r < 0)
 		log_warning_errno(r, "Cannot load the session records, ignoring");
@@ -223,6 +252,10 @@ void up_sessions_shutdown(struct up_sessions *all)
 	if (!all || all->closing)
 		return;
 	all->closing = true;
+	if (all->resync) {
+		uv_close((uv_handle_t *)all->resync, resync_closed);
+		all->resync = NULL;
+	}
 	up_list_for_each_safe(pos, tmp, &all->sessions)
 		up_session_cancel_work(up_container_of(pos, struct up_session, link));
 	json_object_foreach(all->clusters, key, entry) {

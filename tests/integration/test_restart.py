@@ -99,4 +99,21 @@ def test_teardown_outlasts_an_api_outage(env):
     assert f"agent-uplink-{sid}" in ours(env)
     env.fk.clear_faults()
     wait_for(lambda: not ours(env), timeout=90, what="the namespace to go once the API recovers")
-    assert env.session(sid)["state"] == "GONE"
+    wait_for(lambda: env.session(sid)["state"] == "GONE", timeout=30, what="the watch to report it")
+
+
+def test_resync_retries_what_failed(env):
+    sid = env.run("claude", "--detach", "--registry", env.registry, check=0).stdout.strip()
+    env.daemon.stop(signal.SIGKILL)
+    (env.tmp / "state" / "uplink" / "sessions" / f"{sid}.json").unlink()
+    # Every delete fails for now: the orphan survives the start-up reconciliation...
+    env.fk.add_fault(status=500, count=None, method="DELETE", message="etcd unavailable")
+    env.daemon.env["UPLINK_RESYNC_S"] = "2"
+    env.daemon.start()
+    wait_for(lambda: any(r["method"] == "DELETE" for r in env.fk.requests()), timeout=30,
+             what="a delete attempt")
+    time.sleep(1)
+    assert f"agent-uplink-{sid}" in ours(env)
+    # ...and the periodic resync removes it once the API server recovers.
+    env.fk.clear_faults()
+    wait_for(lambda: not ours(env), timeout=60, what="the resync to reap the orphan")
