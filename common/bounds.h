@@ -60,7 +60,6 @@
 
 /* HTTP to the Kubernetes API (and registries). */
 #define UP_HTTP_MAX_ACTIVE 32            /* ordinary requests at once; more wait in order */
-#define UP_HTTP_MAX_HOST_CONNECTIONS 8
 #define UP_HTTP_CONNECT_TIMEOUT_MS 10000
 #define UP_HTTP_STREAM_IDLE_S 120        /* a watch or log stream silent this long is dead */
 #define UP_MAX_KUBE_BODY (16 * 1024 * 1024) /* one answer (a list) */
@@ -131,6 +130,8 @@
 #define UP_SESSION_WARN_BEFORE_S 600
 /* How often sessions are reconciled with the cluster besides watch events (s). */
 #define UP_RESYNC_S 300
+/* Ended sessions' records and audit logs are kept this long (s). */
+#define UP_RECORD_RETENTION_S (30 * 86400)
 
 /* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
  * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */

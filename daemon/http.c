@@ -155,7 +155,12 @@ int up_http_new(uv_loop_t *loop, struct up_http **ret)
 	(void)curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
 	(void)curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
 	(void)curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-	(void)curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)UP_HTTP_MAX_HOST_CONNECTIONS);
+	/*
+	 * No per-host connection cap: under HTTP/1.1 every watch or log stream holds a
+	 * connection for good, and a cap would let streams starve ordinary requests. Those
+	 * are bounded by UP_HTTP_MAX_ACTIVE instead; over HTTP/2 all of it shares one.
+	 */
+	(void)curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
 	*ret = h;
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include "bounds.h"
 #include "cluster.h"
 #include "http.h"
+#include "kube-exec.h"
 #include "kube.h"
 #include "log.h"
 #include "manifests.h"
@@ -178,12 +179,38 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 	}
 }
 
+static void pruned(int r, const char *err, json_t *removed, void *ud)
+{
+	struct up_sessions *all = ud;
+	size_t i;
+	json_t *id;
+
+	if (r < 0) {
+		log_warning("Cannot prune old session records: %s, ignoring", err);
+		return;
+	}
+	json_array_foreach(removed, i, id) {
+		struct up_session *s = up_sessions_find(all, json_string_value(id));
+		if (s && s->state == UP_SESSION_GONE)
+			up_session_free(s);
+	}
+}
+
+/* Ended sessions are kept (list --all, logs) for UP_RECORD_RETENTION_S, then forgotten. */
+static void prune(struct up_sessions *all)
+{
+	if (up_store_prune_async(all->loop, all->store, (int64_t)time(NULL), UP_RECORD_RETENTION_S,
+				 pruned, all) < 0)
+		log_warning("Cannot prune old session records, ignoring");
+}
+
 static void on_resync(uv_timer_t *t)
 {
 	struct up_sessions *all = t->data;
 	const char *key;
 	json_t *entry;
 
+	prune(all);
 	/* Whatever a failed delete or a missed event left behind is settled here. */
 	json_object_foreach(all->clusters, key, entry) {
 		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
@@ -239,6 +266,7 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	r = up_store_load_async(loop, all->store, (int64_t)time(NULL), on_records, all);
 	if (r < 0)
 		log_warning_errno(r, "Cannot load the session records, ignoring");
+	prune(all);
 	*ret = all;
 	return 0;
 }
@@ -300,15 +328,47 @@ json_t *up_sessions_counts(const struct up_sessions *all)
 	return json_pack("{s:I, s:I, s:I}", "running", running, "starting", starting, "ended", ended);
 }
 
+/* A namespace with managed-by=agent-uplink that is not ours: the Python tool's, another user's. */
+static json_t *describe_foreign(json_t *ns)
+{
+	json_t *meta = json_object_get(ns, "metadata");
+	json_t *ann = json_object_get(meta, "annotations");
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
+	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	int64_t ms = 0;
+	json_t *d;
+
+	d = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:b, s:i}", "id",
+		      strncmp(name, UP_SESSION_NS_PREFIX, strlen(UP_SESSION_NS_PREFIX)) == 0
+			      ? name + strlen(UP_SESSION_NS_PREFIX) : name,
+		      "namespace", name, "state", phase && !strcmp(phase, "Terminating") ? "TERMINATING" : "FOREIGN",
+		      "agent", json_string_value(json_object_get(ann, "uplink.dev/agent")), "cwd",
+		      json_string_value(json_object_get(ann, "uplink.dev/cwd")), "foreign", 1, "attached", 0);
+	if (d && created && up_parse_rfc3339(created, &ms) == 0)
+		(void)json_object_set_new(d, "created_at", json_integer(ms / 1000));
+	return d;
+}
+
 json_t *up_sessions_list(struct up_sessions *all, bool all_sessions)
 {
-	json_t *out = json_array();
+	struct up_cluster *c = up_sessions_cluster(all, NULL);
+	struct up_kube_watch *nsw = c ? up_cluster_namespaces(c) : NULL;
+	json_t *out = json_array(), *ns;
 	struct up_list *pos, *tmp;
+	const char *key;
 
 	up_list_for_each_safe(pos, tmp, &all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
 		if (all_sessions || !up_session_state_is_terminal(s->state) || s->state == UP_SESSION_TEARDOWN)
 			(void)json_array_append_new(out, up_session_describe(s));
+	}
+	/* From the watch cache: no round trip. */
+	json_object_foreach(nsw && all_sessions ? up_kube_watch_cache(nsw) : NULL, key, ns) {
+		const char *owner = json_string_value(json_object_get(
+			json_object_get(json_object_get(ns, "metadata"), "labels"), "uplink.dev/owner"));
+		if ((!owner || strcmp(owner, all->owner) != 0) && !up_sessions_find(all, key))
+			(void)json_array_append_new(out, describe_foreign(ns));
 	}
 	return out;
 }

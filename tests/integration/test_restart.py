@@ -9,7 +9,7 @@ import time
 import pytest
 
 from test_session import Env, Registry, obj, only_session, registry, start_in_background  # noqa: F401
-from uplinktest import Rpc, wait_for
+from uplinktest import Rpc, uplink_bin, wait_for
 
 
 @pytest.fixture
@@ -117,3 +117,45 @@ def test_resync_retries_what_failed(env):
     # ...and the periodic resync removes it once the API server recovers.
     env.fk.clear_faults()
     wait_for(lambda: not ours(env), timeout=60, what="the resync to reap the orphan")
+
+
+def test_list_all_shows_foreign_namespaces(env):
+    env.fk.create("Namespace", None, {"metadata": {
+        "name": "agent-uplink-abcabcabcabc", "labels": {"managed-by": "agent-uplink"},
+        "annotations": {"uplink.dev/agent": "claude", "uplink.dev/cwd": "/home/other/x"}}})
+    wait_for(lambda: "abcabcabcabc" in env.daemon.client("list", "--all").stdout, what="the cache")
+    rows = json.loads(env.daemon.client("list", "--all", "--json").stdout)
+    f = next(r for r in rows if r["id"] == "abcabcabcabc")
+    assert f["foreign"] is True and f["state"] == "FOREIGN" and f["cwd"] == "/home/other/x"
+    assert "abcabcabcabc" not in env.daemon.client("list").stdout
+
+
+N_SESSIONS = int(__import__("os").environ.get("UPLINK_TEST_SESSIONS", "100"))
+
+
+def test_hundred_sessions_started_and_stopped_concurrently(env):
+    # Pods honour a 30 s grace period in the fake, as in a real cluster: shorten it here.
+    env.fk.settings(pod_delete_delay=0.2)
+    e = dict(env.daemon.env)
+    e.pop("UPLINK_DEBUG", None)
+    procs = [subprocess.Popen([uplink_bin(), "run", "claude", "--detach", "--image", "example/agent:1"],
+                              cwd=env.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(N_SESSIONS)]
+    ids = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        ids.append(out.strip())
+    assert len(set(ids)) == N_SESSIONS
+    with Rpc(env.daemon.socket, timeout=60) as c:
+        for sid in ids:
+            c.call("session.stop", {"id": sid})
+    wait_for(lambda: not ours(env), timeout=300, what="every namespace to go")
+    with Rpc(env.daemon.socket, timeout=60) as c:
+        wait_for(lambda: all(c.call("session.get", {"id": s})["state"] == "GONE" for s in ids),
+                 timeout=120, what="every session to end")
+    recs = [json.loads(p.read_text()) for p in (env.tmp / "state" / "uplink" / "sessions").glob("*.json")]
+    wait_for(lambda: all(json.loads(p.read_text())["state"] == "GONE"
+                         for p in (env.tmp / "state" / "uplink" / "sessions").glob("*.json")),
+             timeout=60, what="every record to say GONE")
+    assert len(recs) == N_SESSIONS
