@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "config.h"
 
 static const char *mark(const char *status, bool tty)
 {
@@ -69,8 +70,9 @@ int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, ch
 	if (optind < argc)
 		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	r = up_cli_call(cli, "doctor.run",
-			json_pack("{s:s?, s:s?, s:s?}", "deploy_context", context, "kubeconfig",
-				  kubeconfig, "runtime_class", runtime_class),
+			json_pack("{s:s?, s:s?, s:s?, s:s}", "deploy_context", context, "kubeconfig",
+				  kubeconfig, "runtime_class", runtime_class, "client_version",
+				  UPLINK_VERSION),
 			&result);
 	if (r != 0)
 		return r;

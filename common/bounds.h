@@ -150,3 +150,17 @@
 #define UP_AUDIT_BACKOFF_CAP_MS 30000
 /* `uplink clean --wait`: how long the daemon waits for the namespaces to go (s). */
 #define UP_CLEAN_WAIT_MAX_S 600
+
+/* Desktop notifications: sessions whose denied requests are counted, how often one
+ * session's denials are told (ms), how long a Notify call may take (ms), and how many
+ * shown notifications are remembered for their "Show log" action. */
+#define UP_MAX_NOTIFY_SESSIONS 256
+#define UP_NOTIFY_DENIED_INTERVAL_MS 60000
+#define UP_NOTIFY_CALL_TIMEOUT_MS 5000
+#define UP_MAX_NOTIFY_ACTIONS 32
+/* doctor: how long `docker version` and one D-Bus call may take (ms), output kept. */
+#define UP_DOCTOR_EXEC_TIMEOUT_MS 5000
+#define UP_DOCTOR_DBUS_TIMEOUT_MS 3000
+#define UP_DOCTOR_OUTPUT_MAX 4096
+/* debug.block (UPLINK_DEBUG_RPC=1 only): the longest it blocks the loop (ms). */
+#define UP_DEBUG_BLOCK_MAX_MS 60000

@@ -19,6 +19,7 @@
 #include "cluster.h"
 #include "session.h"
 #include "log.h"
+#include "notify.h"
 #include "paths.h"
 #include "protocol.h"
 #include "rpc.h"
@@ -33,6 +34,7 @@ struct up_manager {
 	bool loop_ready;
 	struct up_rpc *rpc;
 	struct up_server *server;
+	struct up_notifier *notifier; /* NULL: notifications off, or stopping */
 	uv_signal_t sig_term, sig_int;
 	uv_timer_t watchdog, stop_timer;
 	bool handles_ready;
@@ -75,6 +77,7 @@ static int (*const rpc_domains[])(struct up_rpc *rpc, struct up_manager *m) = {
 	up_rpc_rules_register,
 	up_rpc_doctor_register,
 	up_rpc_session_register,
+	up_rpc_debug_register, /* only with UPLINK_DEBUG_RPC=1 */
 };
 
 static int take_lock(struct up_manager *m)
@@ -235,6 +238,8 @@ int up_manager_start(struct up_manager *m)
 	r = arm_handles(m);
 	if (r < 0)
 		return r;
+	if (up_notifier_new(&m->loop, &m->notifier) < 0)
+		return log_error_errno(-ENOMEM, "Cannot set up desktop notifications");
 	/* Records and the deploy cluster load in the background; the daemon serves meanwhile. */
 	r = up_sessions_new(m, &m->loop, &m->sessions);
 	if (r < 0)
@@ -264,6 +269,7 @@ void up_manager_stop(struct up_manager *m, const char *why)
 	if (m->server)
 		up_server_shutdown(m->server);
 	up_sessions_shutdown(m->sessions);
+	m->notifier = up_notifier_free(m->notifier);
 	if (m->handles_ready) {
 		uv_close((uv_handle_t *)&m->sig_term, NULL);
 		uv_close((uv_handle_t *)&m->sig_int, NULL);
@@ -300,6 +306,11 @@ struct up_cluster *up_manager_cluster(struct up_manager *m)
 struct up_sessions *up_manager_sessions(struct up_manager *m)
 {
 	return m->sessions;
+}
+
+struct up_notifier *up_manager_notifier(struct up_manager *m)
+{
+	return m->notifier;
 }
 
 uv_loop_t *up_manager_loop(struct up_manager *m)

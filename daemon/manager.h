@@ -34,6 +34,9 @@ struct up_manager *up_manager_free(struct up_manager *m);
 void up_manager_freep(struct up_manager **m);
 void up_manager_get_info(const struct up_manager *m, struct up_manager_info *info);
 uv_loop_t *up_manager_loop(struct up_manager *m);
+/* The desktop notifier (NULL when off or stopping); up_notify_*() take NULL. */
+struct up_notifier;
+struct up_notifier *up_manager_notifier(struct up_manager *m);
 
 /* The RPC domains, each registered by up_manager_start(). */
 struct up_rpc;
@@ -41,6 +44,7 @@ int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_doctor_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+int up_rpc_debug_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 
 struct up_sessions;
 struct up_sessions *up_manager_sessions(struct up_manager *m);

@@ -22,7 +22,9 @@
 #include "jsonrpc.h"
 #include "kube.h"
 #include "log.h"
+#include "manager.h"
 #include "manifests.h"
+#include "notify.h"
 #include "placeholders.h"
 #include "rpc.h"
 #include "rules.h"
@@ -98,7 +100,8 @@ void session_save(struct up_session *s)
 
 void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s)
 {
-	(void)s, (void)limit, (void)left_s; /* the desktop notifier hooks in here */
+	up_notify_session_expiring(up_manager_notifier(s->all->m), up_session_describe(s),
+				   *limit == 'i' ? "idle" : "ttl", left_s);
 }
 
 static void set_state(struct up_session *s, enum up_session_state to, const char *reason)
@@ -128,6 +131,9 @@ static void set_state(struct up_session *s, enum up_session_state to, const char
 	if (s->record && up_record_set_state(s->record, to, reason, now_s()) < 0)
 		log_warning("Session %s: the record refused %s, ignoring", s->id, up_session_state_to_name(to));
 	save(s);
+	/* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
+	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) && !s->o.dry_run)
+		up_notify_session_ended(up_manager_notifier(s->all->m), up_session_describe(s));
 	if (starter(s))
 		(void)up_conn_notify(starter(s), "session.state",
 				     json_pack("{s:s, s:s, s:s, s:s?}", "id", s->id, "old",

@@ -98,15 +98,25 @@ def check(result, name):
     return next(c for c in result["checks"] if c["name"] == name)
 
 
+# The Kubernetes checks; the machine's own checks follow them (test_doctor_full.py).
+KUBE_CHECKS = ("kubeconfig", "deploy context", "API server", "credentials", "runtime class")
+
+
+def kube_statuses(result):
+    return {k: v for k, v in statuses(result).items() if k in KUBE_CHECKS}
+
+
 def test_doctor_all_ok(kdaemon):
     rc, res, err = doctor(kdaemon)
-    assert rc == 0, err
-    assert res["ok"] is True
-    assert statuses(res) == {"kubeconfig": "ok", "deploy context": "ok", "API server": "ok",
-                             "credentials": "ok", "runtime class": "ok"}
+    # The machine's checks may fail here (no docker daemon on this machine, say).
+    local_fail = any(c["status"] == "fail" for c in res["checks"][len(KUBE_CHECKS):])
+    assert rc == (1 if local_fail else 0), err
+    assert res["ok"] is not local_fail
+    assert kube_statuses(res) == {"kubeconfig": "ok", "deploy context": "ok", "API server": "ok",
+                                  "credentials": "ok", "runtime class": "ok"}
     assert "Kubernetes v1.32" in check(res, "API server")["detail"]
     human = kdaemon.client("doctor")
-    assert human.returncode == 0
+    assert human.returncode == rc
     assert "[ ok ] runtime class   RuntimeClass kata-clh exists" in human.stdout
 
 
@@ -126,7 +136,7 @@ def test_doctor_no_kubeconfig(kdaemon):
     assert rc == 1
     c = check(res, "kubeconfig")
     assert c["status"] == "fail" and "k3s.yaml" in c["fix"]
-    assert [x["status"] for x in res["checks"][1:]] == ["skip"] * 4
+    assert [x["status"] for x in res["checks"][1:5]] == ["skip"] * 4
 
 
 def test_doctor_credentials_refused(kdaemon):
@@ -177,7 +187,7 @@ def test_daemon_answers_while_the_api_stalls(kdaemon, fakekube):
     assert not done.is_set(), "status answers came before the stalled doctor finished"
     t.join(60)
     fakekube.clear_faults()
-    assert out["doctor"][1]["ok"] is True
+    assert set(kube_statuses(out["doctor"][1]).values()) == {"ok"}
 
 
 def test_client_leaving_mid_doctor(kdaemon, fakekube):

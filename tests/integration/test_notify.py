@@ -1,0 +1,339 @@
+"""Desktop notifications against a real private dbus-daemon and python3-dbusmock's
+notification_daemon template (its call log is the capture), and the watchdog with a
+blocked loop. uplinkd runs with UPLINK_DEBUG_RPC=1, whose debug.notify sends each
+kind of notification the way the sessions do."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from uplinktest import Daemon, RpcError, wait_for
+
+dbus = pytest.importorskip("dbus")
+
+NAME = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+MOCK = "org.freedesktop.DBus.Mock"
+
+# A session bus with no service files: nothing gets D-Bus-activated behind the test's back.
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={path}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+class Bus:
+    """A private session dbus-daemon, and optionally the dbusmock notification server."""
+
+    def __init__(self, tmp):
+        self.dir = tmp / "bus"
+        self.dir.mkdir(mode=0o700)
+        self.path = self.dir / "bus"
+        self.address = f"unix:path={self.path}"
+        cfg = self.dir / "bus.conf"
+        cfg.write_text(BUS_CONFIG.format(path=self.path))
+        self.proc = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={cfg}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.mock = None
+        self.conn = None
+        wait_for(self.path.exists, what="dbus-daemon's socket")
+
+    def env(self):
+        return {"DBUS_SESSION_BUS_ADDRESS": self.address}
+
+    def connect(self):
+        if self.conn is None:
+            self.conn = dbus.bus.BusConnection(self.address)
+        return self.conn
+
+    def start_server(self, caps="body body-markup actions"):
+        import json
+        env = {**os.environ, **self.env()}
+        self.mock = subprocess.Popen(["/usr/bin/python3", "-m", "dbusmock", "--session", "-t",
+                                      "notification_daemon", "-p", json.dumps({"capabilities": caps})],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        conn = self.connect()
+        wait_for(lambda: conn.name_has_owner(NAME), what="the mock notification server")
+        return self
+
+    def server(self):
+        return self.connect().get_object(NAME, PATH)
+
+    def notify_calls(self):
+        """Notify calls as (app, replaces, icon, summary, body, actions, hints, timeout)."""
+        calls = self.server().GetMethodCalls("Notify", dbus_interface=MOCK)
+        out = []
+        for _ts, args in calls:
+            app, rid, icon, summary, body, actions, hints, timeout = args
+            out.append({"app": str(app), "icon": str(icon), "summary": str(summary), "body": str(body),
+                        "actions": [str(a) for a in actions],
+                        "urgency": int(hints["urgency"]) if "urgency" in hints else None,
+                        "timeout": int(timeout)})
+        return out
+
+    def clear(self):
+        self.server().ClearCalls(dbus_interface=MOCK)
+
+    def close(self):
+        for p in (self.mock, self.proc):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+
+@pytest.fixture
+def bus(tmpdir_short):
+    b = Bus(tmpdir_short)
+    yield b
+    b.close()
+
+
+def start_daemon(tmp, env=None, notify=False, drop=()):
+    e = {"UPLINK_DEBUG_RPC": "1", "KUBECONFIG": "/nonexistent/kubeconfig"}
+    e.update(env or {})
+    d = Daemon(tmp, env=e, notify=notify)
+    for name in drop:
+        d.env.pop(name, None)
+    return d.start()
+
+
+def stop_daemon(d):
+    rc = d.stop()
+    d.close()
+    assert rc == 0, f"uplinkd exited {rc}; its log:\n{d.logs()}"
+    assert "left open" not in d.logs()
+
+
+@pytest.fixture
+def served(tmpdir_short, bus):
+    bus.start_server()
+    d = start_daemon(tmpdir_short, bus.env())
+    yield d, bus
+    stop_daemon(d)
+
+
+def notify(d, **params):
+    with d.rpc() as c:
+        return c.call("debug.notify", params)
+
+
+def one_notify(bus, settle=0.3):
+    wait_for(lambda: len(bus.notify_calls()) >= 1, timeout=10, what="a Notify call")
+    time.sleep(settle)
+    calls = bus.notify_calls()
+    assert len(calls) == 1, calls
+    bus.clear()
+    return calls[0]
+
+
+def test_exited_sends_exactly_one_notify(served):
+    d, bus = served
+    res = notify(d, kind="exited", id="aaaaaaaaaaaa", agent="claude", cwd="/home/u/proj",
+                 exit_code=3, duration=3725, denied=2)
+    assert res["backend"] == "dbus"
+    n = one_notify(bus)
+    assert n["app"] == "uplink"
+    assert n["summary"] == "claude finished"
+    assert n["body"] == ("Session aaaaaaaaaaaa in /home/u/proj\nExited with code 3 after 1h02m.\n"
+                         "2 requests were denied.")
+    assert n["urgency"] == 1
+    assert n["icon"]
+    # The server advertises actions, so an exit offers "Show log".
+    assert n["actions"] == ["show-log", "Show log"]
+
+
+def test_body_markup_is_escaped_when_the_server_reads_markup(served):
+    d, bus = served
+    notify(d, kind="exited", id="aaaaaaaaaaaa", cwd="/src/a&b<c>", exit_code=0)
+    assert one_notify(bus)["body"].startswith("Session aaaaaaaaaaaa in /src/a&amp;b&lt;c&gt;\n")
+
+
+def test_failed_is_critical(served):
+    d, bus = served
+    notify(d, kind="failed", id="bbbbbbbbbbbb", reason="the agent pod was evicted", duration=42)
+    n = one_notify(bus)
+    assert n["summary"] == "claude session failed"
+    assert n["body"] == ("Session bbbbbbbbbbbb in /home/user/src\n"
+                         "Failed after 42s: the agent pod was evicted")
+    assert n["urgency"] == 2
+    assert n["timeout"] == 0
+
+
+def test_stopped_expiring_and_credentials(served):
+    d, bus = served
+    notify(d, kind="stopped", id="cccccccccccc", reason="stopped by the user", duration=90)
+    n = one_notify(bus)
+    assert (n["summary"], n["urgency"]) == ("claude session stopped", 1)
+    assert "Stopped after 1m: stopped by the user." in n["body"]
+
+    notify(d, kind="expiring", id="cccccccccccc", limit="ttl", **{"in": 600})
+    n = one_notify(bus)
+    assert n["summary"] == "claude session stops in 10m"
+    assert "lifetime limit (--ttl) in 10m" in n["body"] and n["urgency"] == 1
+
+    notify(d, kind="expiring", id="cccccccccccc", limit="idle", **{"in": 600})
+    n = one_notify(bus)
+    assert "idle limit (--idle-timeout)" in n["body"] and "uplink attach cccccccccccc" in n["body"]
+
+    notify(d, kind="credential", agent="claude", id="cccccccccccc", reason="the token endpoint said 401")
+    n = one_notify(bus)
+    assert n["summary"] == "claude credentials could not be refreshed"
+    assert n["body"] == "Session cccccccccccc: the token endpoint said 401"
+    assert n["urgency"] == 2
+    assert n["actions"] == []
+
+
+def test_denied_bursts_are_rate_limited(served):
+    d, bus = served
+    sent = [notify(d, kind="denied", id="dddddddddddd", what=f"GET evil.example/{i}")["sent"]
+            for i in range(5)]
+    assert sent == [True, False, False, False, False]
+    n = one_notify(bus)
+    assert n["summary"] == "Requests denied in session dddddddddddd"
+    assert n["body"] == "Session dddddddddddd: a request was denied: GET evil.example/0"
+    assert n["urgency"] == 1
+    # Another session has its own minute.
+    assert notify(d, kind="denied", id="eeeeeeeeeeee")["sent"] is True
+    one_notify(bus)
+    # Denials counted while muted show up in that session's exit notification.
+    notify(d, kind="exited", id="dddddddddddd", exit_code=0)
+    assert "5 requests were denied." in one_notify(bus)["body"]
+
+
+def test_show_log_action_opens_the_terminal(tmpdir_short, bus):
+    bus.start_server()
+    out = tmpdir_short / "term.out"
+    term = tmpdir_short / "term.sh"
+    term.write_text(f"#!/bin/sh\necho \"$@\" > {out}\n")
+    term.chmod(0o755)
+    d = start_daemon(tmpdir_short, {**bus.env(), "TERMINAL": str(term)})
+    try:
+        notify(d, kind="exited", id="ffffffffffff", exit_code=0)
+        wait_for(lambda: bus.notify_calls(), what="the Notify")
+        time.sleep(0.2)  # the daemon reads the id from the reply
+        bus.server().EmitSignal(NAME, "ActionInvoked", "us", [dbus.UInt32(1), "show-log"],
+                                dbus_interface=MOCK)
+        wait_for(out.exists, what="$TERMINAL to run")
+        assert out.read_text().strip() == "-e uplink logs ffffffffffff"
+    finally:
+        stop_daemon(d)
+
+
+def test_no_actions_means_no_show_log(tmpdir_short, bus):
+    bus.start_server(caps="body")
+    d = start_daemon(tmpdir_short, bus.env())
+    try:
+        time.sleep(0.3)  # GetCapabilities answered
+        notify(d, kind="exited", id="aaaaaaaaaaaa", cwd="/src/a&b", exit_code=0)
+        n = one_notify(bus)
+        assert n["actions"] == []
+        assert n["body"].startswith("Session aaaaaaaaaaaa in /src/a&b\n")  # no markup: as is
+    finally:
+        stop_daemon(d)
+
+
+def test_no_server_logs_once(tmpdir_short, bus):
+    d = start_daemon(tmpdir_short, bus.env())
+    try:
+        for kind in ("exited", "failed", "denied"):
+            notify(d, kind=kind, reason="boom")
+        wait_for(lambda: d.logs().count("Notification: ") >= 3, what="the notifications in the log")
+        assert d.logs().count("No desktop notification server answers") == 1
+        assert "Notification: claude session failed: Session 0123456789ab" in d.logs()
+        assert d.answers()
+    finally:
+        stop_daemon(d)
+
+
+@pytest.mark.parametrize("bus_env,drop", [
+    ({"DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"}, ()),
+    # No address: sd-bus tries $XDG_RUNTIME_DIR/bus, which is not there.
+    ({}, ("DBUS_SESSION_BUS_ADDRESS",)),
+], ids=["address-nowhere", "runtime-dir-without-bus"])
+def test_no_bus_at_all(tmpdir_short, bus_env, drop):
+    d = start_daemon(tmpdir_short, bus_env, drop=drop)
+    try:
+        for kind in ("exited", "failed", "stopped", "credential", "denied"):
+            assert notify(d, kind=kind)["backend"] == "log"
+        wait_for(lambda: d.logs().count("Notification: ") >= 5, what="the notifications in the log")
+        assert d.logs().count("No user D-Bus") == 1
+        assert d.client("status").returncode == 0
+    finally:
+        stop_daemon(d)
+
+
+def test_notifications_off(tmpdir_short, bus):
+    bus.start_server()
+    d = start_daemon(tmpdir_short, {**bus.env(), "UPLINK_NOTIFICATIONS": "0"})
+    try:
+        res = notify(d, kind="failed")
+        assert res == {"sent": False, "backend": "off"}
+        time.sleep(0.3)
+        assert bus.notify_calls() == []
+    finally:
+        stop_daemon(d)
+
+
+def test_debug_methods_need_the_env(tmpdir_short):
+    d = Daemon(tmpdir_short, env={"KUBECONFIG": "/nonexistent"}).start()
+    try:
+        with d.rpc() as c:
+            for m, p in (("debug.notify", {"kind": "exited"}), ("debug.block", {"ms": 1})):
+                with pytest.raises(RpcError) as e:
+                    c.call(m, p)
+                assert e.value.name == "METHOD_NOT_FOUND"
+    finally:
+        stop_daemon(d)
+
+
+def test_bad_debug_params(tmpdir_short):
+    d = start_daemon(tmpdir_short, {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"})
+    try:
+        with d.rpc() as c:
+            for m, p in (("debug.notify", {"kind": "party"}), ("debug.block", {"ms": -1}),
+                         ("debug.block", {"ms": 10 ** 9})):
+                with pytest.raises(RpcError) as e:
+                    c.call(m, p)
+                assert e.value.name == "INVALID_PARAMS"
+    finally:
+        stop_daemon(d)
+
+
+def pings(d):
+    return [m for m in d.notify.drain() if "WATCHDOG=1" in m.split("\n")]
+
+
+def test_watchdog_stops_while_the_loop_is_blocked(tmpdir_short):
+    d = start_daemon(tmpdir_short, {"WATCHDOG_USEC": "200000",
+                                    "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"}, notify=True)
+    try:
+        wait_for(lambda: len(pings(d)) >= 1, timeout=5, what="a first WATCHDOG=1")
+        with d.rpc(timeout=10) as c:
+            t0 = time.monotonic()
+            c.send_raw('{"jsonrpc":"2.0","id":1,"method":"debug.block","params":{"ms":1500}}\n')
+            time.sleep(0.15)  # the block has begun; pings sent before it are queued by now
+            pings(d)
+            d.notify.messages.clear()
+            time.sleep(1.0)  # well inside the block
+            assert pings(d) == [], "WATCHDOG=1 arrived while the loop was blocked"
+            assert c.recv_msg()["result"] == {"blocked_ms": 1500}
+            assert time.monotonic() - t0 >= 1.4
+        d.notify.messages.clear()
+        wait_for(lambda: len(pings(d)) >= 3, timeout=5, what="the pings to come back")
+    finally:
+        stop_daemon(d)
