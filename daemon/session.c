@@ -131,6 +131,8 @@ static void set_state(struct up_session *s, enum up_session_state to, const char
 	if (s->record && up_record_set_state(s->record, to, reason, now_s()) < 0)
 		log_warning("Session %s: the record refused %s, ignoring", s->id, up_session_state_to_name(to));
 	save(s);
+	if (!s->o.dry_run)
+		up_sessions_status(s->all);
 	/* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
 	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) && !s->o.dry_run)
 		up_notify_session_ended(up_manager_notifier(s->all->m), up_session_describe(s));

@@ -44,6 +44,8 @@ void up_sessions_shutdown(struct up_sessions *all);
 void up_sessions_free(struct up_sessions *all);
 /* {running, starting, ended} for daemon.status. */
 json_t *up_sessions_counts(const struct up_sessions *all);
+/* Tells systemd how many sessions run (STATUS=). */
+void up_sessions_status(const struct up_sessions *all);
 
 /* The cluster for a context (NULL: the default), created on first use. */
 struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pwd.h>
+#include <systemd/sd-daemon.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +310,22 @@ void up_sessions_free(struct up_sessions *all)
 	up_manifests_free(all->tpl);
 	up_store_free(all->store);
 	free(all);
+}
+
+void up_sessions_status(const struct up_sessions *all)
+{
+	json_t *c = up_sessions_counts(all);
+	json_int_t running = json_integer_value(json_object_get(c, "running"));
+	json_int_t starting = json_integer_value(json_object_get(c, "starting"));
+
+	/* systemctl --user status uplinkd shows this line. */
+	if (starting)
+		(void)sd_notifyf(0, "STATUS=%lld session%s running, %lld starting", (long long)running,
+				 running == 1 ? "" : "s", (long long)starting);
+	else
+		(void)sd_notifyf(0, "STATUS=%lld session%s running", (long long)running,
+				 running == 1 ? "" : "s");
+	json_decref(c);
 }
 
 json_t *up_sessions_counts(const struct up_sessions *all)

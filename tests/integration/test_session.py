@@ -482,3 +482,18 @@ def test_deploy_context_flag_uses_that_context(env):
     assert env.session(sid)["state"] == "RUNNING"
     applies = [x for x in env.fk.requests() if x["method"] == "PATCH" and sid in x["path"]]
     assert applies and all(x["auth"].startswith("token") for x in applies)
+
+
+def test_status_line_counts_sessions(tmpdir_short, fakekube, registry):  # noqa: F811
+    from uplinktest import NotifyListener  # noqa: F401
+    e = Env(tmpdir_short, fakekube, registry)
+    e.daemon = type(e.daemon)(tmpdir_short, notify=True, env=e.daemon.env)
+    e.daemon.start()
+    try:
+        wait_for(lambda: '"state": "ready"' in e.daemon.client("status", "--json").stdout, what="sync")
+        e.run("claude", "--detach", "--image", "example/agent:1", check=0)
+        wait_for(lambda: any("STATUS=1 session running" in m.split("\n") for m in e.daemon.notify.drain()),
+                 what="STATUS=1 session running")
+    finally:
+        e.daemon.stop()
+        e.daemon.close()
