@@ -68,5 +68,9 @@ esac
 
 if "$prefix/bin/uplink" status >/dev/null 2>&1; then
 	"$prefix/bin/uplink" status
+	say "What a session still needs (uplink doctor):"
+	"$prefix/bin/uplink" doctor || say "Fix what doctor marks FAIL above, then run: uplink doctor"
+else
+	say "uplinkd is not running, so uplink doctor cannot check the rest yet."
 fi
 say "Done: $("$prefix/bin/uplink" --version)"
