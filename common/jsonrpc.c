@@ -122,3 +122,23 @@ char *up_json_dump_line(const json_t *v, size_t *len)
 		*len = n + 1;
 	return line;
 }
+
+char *up_json_join(const json_t *array, const char *sep)
+{
+	size_t len = 1, used = 0, i, seplen = strlen(sep);
+	json_t *v;
+	char *out;
+
+	json_array_foreach(array, i, v)
+		len += json_string_length(v) + seplen;
+	out = malloc(len);
+	if (!out)
+		return NULL;
+	out[0] = '\0';
+	json_array_foreach(array, i, v) {
+		if (!json_is_string(v))
+			continue;
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? sep : "", json_string_value(v));
+	}
+	return out;
+}

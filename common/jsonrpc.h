@@ -21,5 +21,8 @@ json_t *up_jsonrpc_notification(const char *method, json_t *params_steal);
 int up_jsonrpc_check_request(json_t *req, const char **method, json_t **params, json_t **id,
 			     char *why, size_t why_len) _wur_;
 
+/* The strings of an array joined by `sep` (non-strings skipped); caller frees; NULL on ENOMEM. */
+char *up_json_join(const json_t *array, const char *sep);
+
 /* Serialises compactly with a trailing newline. Returns NULL on allocation failure. */
 char *up_json_dump_line(const json_t *v, size_t *len);

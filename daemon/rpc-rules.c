@@ -12,6 +12,7 @@
 
 #include "agents/agent.h"
 #include "bounds.h"
+#include "jsonrpc.h"
 #include "manager.h"
 #include "placeholders.h"
 #include "rpc.h"
@@ -182,24 +183,6 @@ static void lint_work(uv_work_t *w)
 			   : json_pack("{s:o, s:I}", "files", out, "problems", (json_int_t)total);
 }
 
-static char *join_problems(json_t *problems)
-{
-	size_t len = 1, i;
-	json_t *p;
-	char *s;
-
-	json_array_foreach(problems, i, p)
-		len += strlen(json_string_value(p)) + 1;
-	s = calloc(1, len);
-	json_array_foreach(problems, i, p)
-		if (s) {
-			if (i)
-				strcat(s, "\n");
-			strcat(s, json_string_value(p));
-		}
-	return s;
-}
-
 static json_t *check_result(struct rules_call *c)
 {
 	static const char *const decisions[] = {
@@ -275,7 +258,7 @@ static void after_work(uv_work_t *w, int status)
 	} else if (c->kind == CALL_LINT) {
 		up_request_reply(c->req, TAKE_PTR(c->lint));
 	} else if (c->r < 0) {
-		msg = join_problems(c->problems);
+		msg = up_json_join(c->problems, "\n");
 		up_request_error(c->req, UP_ERR_RULES_INVALID, msg ? msg : "the rules are invalid");
 	} else if (!o.store) {
 		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS, "$%s names no known secret store",

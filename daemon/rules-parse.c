@@ -512,7 +512,6 @@ static int read_rule(struct pctx *c, yaml_node_t *n, size_t index)
 	struct rb b = { .node = n };
 	unsigned before = c->n_problems;
 	struct up_rule *nr;
-	char where[64];
 	int r;
 
 	c->label[0] = '\0';
@@ -529,15 +528,16 @@ static int read_rule(struct pctx *c, yaml_node_t *n, size_t index)
 		up_rule_done(&b.r);
 		return r;
 	}
-	(void)snprintf(where, sizeof(where), ":%zu", n->start_mark.line + 1);
-	b.r.source = malloc(strlen(c->source) + strlen(where) + 1);
-	nr = realloc(c->rules, (c->n_rules + 1) * sizeof(*nr));
-	if (!b.r.source || !nr) {
-		free(nr == c->rules ? NULL : nr);
+	if (asprintf(&b.r.source, "%s:%zu", c->source, n->start_mark.line + 1) < 0) {
+		b.r.source = NULL;
 		up_rule_done(&b.r);
 		return -ENOMEM;
 	}
-	strcat(strcpy(b.r.source, c->source), where);
+	nr = realloc(c->rules, (c->n_rules + 1) * sizeof(*nr));
+	if (!nr) {
+		up_rule_done(&b.r);
+		return -ENOMEM;
+	}
 	b.r.layer = c->layer;
 	c->rules = nr;
 	c->rules[c->n_rules++] = b.r;

@@ -442,16 +442,7 @@ static void prepare_run(uv_work_t *w)
 	if (r >= 0)
 		r = up_ruleset_finish(s->rs, s->o.no_default_rules, s->problems);
 	if (r < 0 || json_array_size(s->problems) > 0) {
-		size_t len = 0;
-		json_t *p;
-		json_array_foreach(s->problems, i, p)
-			len += strlen(json_string_value(p)) + 1;
-		s->prep_error = calloc(1, len + 1);
-		json_array_foreach(s->problems, i, p)
-			if (s->prep_error) {
-				strcat(s->prep_error, i ? "\n" : "");
-				strcat(s->prep_error, json_string_value(p));
-			}
+		s->prep_error = up_json_join(s->problems, "\n");
 		s->prep_e = UP_ERR_RULES_INVALID;
 		return;
 	}

@@ -121,6 +121,23 @@ static void test_builders(void **state)
 	json_decref(id);
 }
 
+static void test_join(void **state)
+{
+	json_t *a = json_pack("[s, i, s, s]", "one", 2, "three", "");
+	char *s;
+
+	(void)state;
+	s = up_json_join(a, "\n");
+	assert_string_equal(s, "one\nthree\n");
+	free(s);
+	json_decref(a);
+	a = json_array();
+	s = up_json_join(a, ", ");
+	assert_string_equal(s, "");
+	free(s);
+	json_decref(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_notification),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_builders),
+		cmocka_unit_test(test_join),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
