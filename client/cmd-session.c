@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "client.h"
 #include "yaml-json.h"
 
@@ -313,20 +314,58 @@ int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, ch
 	return one_id_command(cli, cmd, argc, argv, attach_one);
 }
 
+static bool stop_wait;
+
+/* Polls session.get until the session is GONE: its namespace is deleted. */
+static int wait_gone(struct up_cli *cli, const char *id)
+{
+	for (unsigned i = 0; i < UP_STOP_WAIT_MAX_S * 10; i++) {
+		json_t *res = NULL;
+		int r = up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &res);
+		bool gone = r == 0 && !strcmp(json_string_value(json_object_get(res, "state")), "GONE");
+
+		json_decref(res);
+		if (r != 0)
+			return r;
+		if (gone)
+			return UP_EXIT_OK;
+		usleep(100 * 1000); /* the client may wait; only the daemon must not */
+	}
+	fprintf(stderr, "uplink stop: session %s was still being torn down after %d s; "
+			"uplink list --all shows it\n", id, UP_STOP_WAIT_MAX_S);
+	return UP_EXIT_FAILED;
+}
+
 static int stop_one(struct up_cli *cli, const char *id)
 {
 	json_t *res = NULL;
 	int r = up_cli_call(cli, "session.stop", json_pack("{s:s}", "id", id), &res);
+	char sid[32];
 
-	if (r == 0)
-		printf("%s: stopping\n", json_string_value(json_object_get(res, "id")));
+	if (r != 0)
+		return r;
+	(void)snprintf(sid, sizeof(sid), "%s", json_string_value(json_object_get(res, "id")));
 	json_decref(res);
+	printf("%s: stopping\n", sid);
+	if (!stop_wait)
+		return UP_EXIT_OK;
+	r = wait_gone(cli, sid);
+	if (r == UP_EXIT_OK)
+		printf("%s: gone\n", sid);
 	return r;
 }
 
 int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	return one_id_command(cli, cmd, argc, argv, stop_one);
+	int n = 0;
+
+	/* --wait may come anywhere among the ids. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--wait"))
+			stop_wait = true;
+		else
+			argv[++n] = argv[i];
+	return one_id_command(cli, cmd, n + 1, argv, stop_one);
 }
 
 int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)

@@ -164,3 +164,6 @@
 #define UP_DOCTOR_OUTPUT_MAX 4096
 /* debug.block (UPLINK_DEBUG_RPC=1 only): the longest it blocks the loop (ms). */
 #define UP_DEBUG_BLOCK_MAX_MS 60000
+
+/* `uplink stop --wait`: how long the client waits for a namespace to go (s). */
+#define UP_STOP_WAIT_MAX_S 300

@@ -85,3 +85,14 @@ def test_list_shows_attached_and_expires(env):
     cols = row.split()
     assert cols[1] == "RUNNING" and cols[3] == f"agent-uplink-{sid}" and cols[4] == "claude"
     assert cols[5] == "0" and cols[6][:3] in ("23m", "24m")  # 24h divided by 60
+
+
+def test_stop_wait_returns_once_gone(env):
+    sid = start(env, "--idle-timeout", "0s")
+    r = env.daemon.client("stop", "--wait", sid)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{sid}: stopping\n{sid}: gone\n"
+    assert env.session(sid)["state"] == "GONE"
+    assert env.fk.get("Namespace", None, f"agent-uplink-{sid}") is None
+    r = env.daemon.client("stop", sid)
+    assert r.returncode == 1 and "has already ended" in r.stderr
