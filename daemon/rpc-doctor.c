@@ -547,6 +547,27 @@ static void kube_done(struct doctor *d)
 	d->working = true;
 }
 
+/* The in-cluster registry agent images are pushed to (uplink run sets it up on first use). */
+static void on_registry(const struct up_kube_error *err, json_t *dep, void *ud)
+{
+	struct doctor *d = ud;
+	json_t *st = json_object_get(dep, "status");
+
+	d->call = NULL;
+	if (err && err->code == 404)
+		add(d, "registry", "ok", NULL, "not deployed yet: the first uplink run sets up "
+						"agent-uplink-system and its registry");
+	else if (err)
+		add(d, "registry", "warn", NULL, "cannot tell: %s", err->message);
+	else if (json_integer_value(json_object_get(st, "availableReplicas")) >= 1)
+		add(d, "registry", "ok", NULL, "agent-uplink-system's registry is available");
+	else
+		add(d, "registry", "fail",
+		    "see why it does not start: kubectl -n agent-uplink-system describe pods -l app=registry",
+		    "agent-uplink-system's registry is deployed but not available");
+	kube_done(d);
+}
+
 static void on_runtime_class(const struct up_kube_error *err, json_t *obj, void *ud)
 {
 	struct doctor *d = ud;
@@ -565,14 +586,16 @@ static void on_runtime_class(const struct up_kube_error *err, json_t *obj, void 
 						     "without a microVM", d->runtime_class);
 	else
 		add(d, "runtime class", "warn", NULL, "cannot tell: %s", err->message);
-	kube_done(d);
+	if (up_kube_get(d->kube, "/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry",
+			on_registry, d, &d->call) < 0)
+		kube_done(d);
 }
 
 static void on_namespaces(const struct up_kube_error *err, json_t *obj, void *ud)
 {
 	struct doctor *d = ud;
 	const struct up_kube_context *ctx = up_kube_get_context(d->kube);
-	static const char *const rest[] = { "runtime class", NULL };
+	static const char *const rest[] = { "runtime class", "registry", NULL };
 	char path[256];
 
 	(void)obj;
@@ -608,7 +631,7 @@ static void on_version(const struct up_kube_error *err, json_t *obj, void *ud)
 {
 	struct doctor *d = ud;
 	const struct up_kube_context *ctx = up_kube_get_context(d->kube);
-	static const char *const rest[] = { "credentials", "runtime class", NULL };
+	static const char *const rest[] = { "credentials", "runtime class", "registry", NULL };
 	char fix[512];
 
 	d->call = NULL;
@@ -643,7 +666,7 @@ static void on_version(const struct up_kube_error *err, json_t *obj, void *ud)
 static void on_loaded(int r, const char *error, struct up_kube_context *ctx, void *ud)
 {
 	struct doctor *d = ud;
-	static const char *const rest[] = { "API server", "credentials", "runtime class", NULL };
+	static const char *const rest[] = { "API server", "credentials", "runtime class", "registry", NULL };
 
 	d->loading = false;
 	if (d->cancelled) {

@@ -202,3 +202,20 @@ def test_client_leaving_mid_doctor(kdaemon, fakekube):
     fakekube.clear_faults()
     with Rpc(kdaemon.socket) as c:
         assert c.call("daemon.status")["pid"] == kdaemon.proc.pid
+
+
+def test_doctor_registry_check(kdaemon, fakekube):
+    rc, res, _ = doctor(kdaemon)
+    c = check(res, "registry")
+    assert c["status"] == "ok" and c["detail"].startswith("not deployed yet")
+    fakekube.create("Namespace", None, {"metadata": {"name": "agent-uplink-system"}})
+    fakekube.create("Deployment", "agent-uplink-system", {
+        "metadata": {"name": "registry"},
+        "spec": {"selector": {"matchLabels": {"app": "registry"}},
+                 "template": {"metadata": {"labels": {"app": "registry"}},
+                              "spec": {"containers": [{"name": "registry", "image": "registry:2"}]}}}})
+    fakekube.wait_for(lambda: (fakekube.get("Deployment", "agent-uplink-system", "registry")
+                               .get("status", {}).get("availableReplicas") or 0) >= 1)
+    rc, res, _ = doctor(kdaemon)
+    assert check(res, "registry") == {"name": "registry", "status": "ok", "fix": None,
+                                      "detail": "agent-uplink-system's registry is available"}

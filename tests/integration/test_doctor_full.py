@@ -65,8 +65,9 @@ def check(res, name):
 def test_order_after_the_kubernetes_checks(run_doctor):
     rc, res, _ = run_doctor()
     names = [c["name"] for c in res["checks"]]
-    assert names[:5] == ["kubeconfig", "deploy context", "API server", "credentials", "runtime class"]
-    assert names[5:] == ["kubectl", "docker", "docker daemon", "network policy", "registries.yaml",
+    assert names[:6] == ["kubeconfig", "deploy context", "API server", "credentials", "runtime class",
+                         "registry"]
+    assert names[6:] == ["kubectl", "docker", "docker daemon", "network policy", "registries.yaml",
                          "Secret Service", "notifications", "uplinkd"]
     for c in res["checks"]:
         assert c["status"] in ("ok", "warn", "fail", "skip")
