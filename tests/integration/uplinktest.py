@@ -72,7 +72,16 @@ class Rpc:
     def __init__(self, path, timeout=10.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(str(path))
+        # A listener (systemd-socket-activate) binds the path a moment before it listens.
+        deadline = time.monotonic() + 2.0
+        while True:
+            try:
+                self.sock.connect(str(path))
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
         self.buf = b""
         self.next_id = 1
         self.notifications = []
