@@ -98,7 +98,7 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./"))
 		return snprintf(why, len, "the working folder '%s' must be an absolute, normalised path", p->cwd), -EINVAL;
 	if (!under(p->cwd, all->home) || !strcmp(p->cwd, all->home) || !strncmp(all->home, "/", 2))
-		return snprintf(why, len, "the working folder %s is not inside your home %s: uplink mounts "
+		return snprintf(why, len, "the working folder %.300s is not inside your home %.300s: uplink mounts "
 				"only folders under home into the agent; cd into a project first",
 				p->cwd, all->home), -EINVAL;
 	json_array_foreach(p->rules, i, v)

@@ -305,7 +305,7 @@ static int read_record(int dfd, const char *name, const char *id, json_t **ret, 
 	_cleanup_(freep) char *text = NULL;
 	json_error_t jerr;
 	json_t *rec;
-	size_t len;
+	size_t len = 0;
 	int r;
 
 	r = read_at(dfd, name, &text, &len);

@@ -127,8 +127,11 @@ static const char *oauth_error(const struct body *b, char *buf, size_t len)
 	const char *e = json_string_value(json_object_get(doc, "error"));
 
 	buf[0] = '\0';
-	if (e && strlen(e) < len && strspn(e, "abcdefghijklmnopqrstuvwxyz_") == strlen(e))
-		(void)snprintf(buf, len, ", %s", e);
+	if (e && strlen(e) + 3 <= len && strspn(e, "abcdefghijklmnopqrstuvwxyz_") == strlen(e)) {
+		buf[0] = ',';
+		buf[1] = ' ';
+		memcpy(buf + 2, e, strlen(e) + 1);
+	}
 	claude_json_wipe(doc);
 	json_decref(doc);
 	return buf;
