@@ -18,6 +18,8 @@
 #include "cluster.h"
 #include "kube.h"
 #include "log.h"
+#include "manager.h"
+#include "notify.h"
 #include "session-audit.h"
 #include "session-private.h"
 #include "store.h"
@@ -43,6 +45,7 @@ struct audit {
 	struct up_list link; /* followers */
 	uv_loop_t *loop;
 	struct up_cluster *cluster;
+	struct up_notifier *notifier; /* denied requests, told at most once a minute */
 	char id[16], ns[48], path[PATH_MAX];
 	struct up_kube_call *stream;
 	uv_timer_t *timer; /* reconnect backoff, then the drain deadline */
@@ -295,6 +298,14 @@ static int on_line(const char *line, size_t len, void *ud)
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
 		len--;
 	append(a, line, len);
+	if (up_audit_event_denied(ev)) {
+		char what[512];
+		(void)snprintf(what, sizeof(what), "%s %s%s",
+			       json_is_string(json_object_get(ev, "method")) ? json_string_value(json_object_get(ev, "method")) : "CONNECT",
+			       json_is_string(json_object_get(ev, "host")) ? json_string_value(json_object_get(ev, "host")) : "?",
+			       json_is_string(json_object_get(ev, "path")) ? json_string_value(json_object_get(ev, "path")) : "");
+		(void)up_notify_denied(a->notifier, a->id, what);
+	}
 	up_list_for_each_safe(pos, tmp, &a->subs) {
 		struct up_audit_sub *sub = up_container_of(pos, struct up_audit_sub, link);
 		sub->ev(ev, a->seen, sub->ud);
@@ -376,6 +387,7 @@ void up_session_audit_start(struct up_session *s)
 	}
 	a->loop = s->all->loop;
 	a->cluster = s->cluster;
+	a->notifier = up_manager_notifier(s->all->m);
 	a->fd = -1;
 	(void)snprintf(a->id, sizeof(a->id), "%s", s->id);
 	(void)snprintf(a->ns, sizeof(a->ns), "%s", s->ns);

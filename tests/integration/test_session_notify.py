@@ -59,3 +59,29 @@ def test_dry_run_notifies_nothing(env):
     e.run("claude", "--dry-run", "--image", "example/agent:1", check=0)
     time.sleep(1)
     assert bus.notify_calls() == []
+
+
+def audit(decision, host, path="/x", method="GET"):
+    import json
+    return json.dumps({"uplink": "audit", "ts": "2026-11-29T10:00:00Z", "decision": decision,
+                       "rule": None, "layer": None, "method": method, "scheme": "https", "host": host,
+                       "port": 443, "path": path, "status": 403, "injected": [],
+                       "bytes_in": 0, "bytes_out": 0})
+
+
+def test_denied_burst_is_told_once_and_counted_at_the_end(env):
+    e, bus = env
+    sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
+    ns = f"agent-uplink-{sid}"
+    wait_for(lambda: any("/log" in r["path"] and ns in r["path"] for r in e.fk.requests()),
+             timeout=15, what="the audit stream")
+    lines = "\n".join(audit("deny", f"evil{i}.example") for i in range(5)) + "\n"
+    e.fk.pod_log(ns, "mitm", lines, container="mitm")
+    calls = settle(bus, 1, seconds=1.0)
+    assert len(calls) == 1, calls  # five denials, one notification this minute
+    assert "evil0.example" in calls[0]["body"]
+    bus.clear()
+    e.fk.terminate_pod(ns, "agent", container="main", exit_code=0)
+    calls = settle(bus, 1)
+    assert len(calls) == 1
+    assert "5 requests were denied" in calls[0]["body"]
