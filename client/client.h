@@ -32,6 +32,7 @@ struct up_command {
 
 extern const struct up_command up_commands[];
 
+int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);

@@ -15,7 +15,9 @@
 #include "client.h"
 #include "yaml-json.h"
 
-enum flag_kind { FLAG_STRING, FLAG_BOOL, FLAG_LIST, FLAG_MODE, FLAG_LOCAL };
+/* FLAG_LIST: repeatable, host paths made absolute; FLAG_WORDS: repeatable, as given;
+ * FLAG_PATH: one host path made absolute. */
+enum flag_kind { FLAG_STRING, FLAG_BOOL, FLAG_LIST, FLAG_WORDS, FLAG_PATH, FLAG_MODE, FLAG_LOCAL };
 
 /* `uplink run` flags: name, the session.start parameter it sets, and how. */
 static const struct run_flag {
@@ -43,6 +45,16 @@ static const struct run_flag {
 	{ "debug", "debug", FLAG_BOOL },
 	{ "dry-run", "dry_run", FLAG_BOOL },
 	{ "show-secrets", "show_secrets", FLAG_BOOL },
+	{ "add-dir", "add_dir", FLAG_LIST },
+	{ "mount-rw", "mount_rw", FLAG_LIST },
+	{ "mount-ro", "mount_ro", FLAG_LIST },
+	{ "ssh-cidr", "ssh_cidr", FLAG_WORDS },
+	{ "ssh-key-dir", "ssh_key_dir", FLAG_PATH },
+	{ "git-https-rewrite", "git_https_rewrite", FLAG_WORDS },
+	{ "no-git-identity", "no_git_identity", FLAG_BOOL },
+	{ "mitm-ca-cert", "mitm_ca_cert", FLAG_LIST },
+	{ "mitm-insecure", "mitm_insecure", FLAG_BOOL },
+	{ "mitm-debug", "mitm_debug", FLAG_BOOL },
 	{ "detach", NULL, FLAG_LOCAL },
 	{ "output", NULL, FLAG_LOCAL },
 	{ "json", NULL, FLAG_LOCAL },
@@ -102,6 +114,30 @@ static void on_notify(const char *method, json_t *p, void *ud)
 
 static int attach_with_kubectl(struct up_cli *cli, const char *id);
 
+/* The daemon has its own cwd: name host paths absolutely ("~/x" is $HOME/x, as 0.4.1). */
+static json_t *abs_path(const char *arg)
+{
+	const char *home = getenv("HOME");
+	char path[PATH_MAX + 256], cwd[PATH_MAX];
+
+	if (home && (!strcmp(arg, "~") || !strncmp(arg, "~/", 2)))
+		(void)snprintf(path, sizeof(path), "%s%s", home, arg + 1);
+	else if (arg[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		(void)snprintf(path, sizeof(path), "%s/%s", cwd, arg);
+	else
+		(void)snprintf(path, sizeof(path), "%s", arg);
+	return json_string(path);
+}
+
+static void list_add(json_t *params, const char *param, json_t *v)
+{
+	json_t *list = json_object_get(params, param);
+
+	if (!list)
+		(void)json_object_set_new(params, param, list = json_array());
+	(void)json_array_append_new(list, v);
+}
+
 static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t *params,
 		     struct run_state *st)
 {
@@ -111,6 +147,8 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 	for (size_t i = 0; i < ELEMENTSOF(run_flags); i++)
 		opts[i] = (struct option){ run_flags[i].name,
 					   run_flags[i].kind == FLAG_STRING || run_flags[i].kind == FLAG_LIST ||
+							   run_flags[i].kind == FLAG_WORDS ||
+							   run_flags[i].kind == FLAG_PATH ||
 							   !strcmp(run_flags[i].name, "output")
 						   ? required_argument
 						   : no_argument,
@@ -138,19 +176,12 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 			(void)json_object_set_new(params, f->param, json_true());
 		else if (f->kind == FLAG_MODE)
 			(void)json_object_set_new(params, "mode", json_string(f->param));
-		else if (f->kind == FLAG_LIST) {
-			char path[PATH_MAX + 256], cwd[PATH_MAX];
-			/* The daemon has its own cwd: name files absolutely. */
-			if (optarg[0] != '/' && getcwd(cwd, sizeof(cwd)) &&
-			    snprintf(path, sizeof(path), "%s/%s", cwd, optarg) < (int)sizeof(path))
-				;
-			else
-				(void)snprintf(path, sizeof(path), "%s", optarg);
-			json_t *list = json_object_get(params, f->param);
-			if (!list)
-				(void)json_object_set_new(params, f->param, list = json_array());
-			(void)json_array_append_new(list, json_string(path));
-		}
+		else if (f->kind == FLAG_LIST)
+			list_add(params, f->param, abs_path(optarg));
+		else if (f->kind == FLAG_WORDS)
+			list_add(params, f->param, json_string(optarg));
+		else if (f->kind == FLAG_PATH)
+			(void)json_object_set_new(params, f->param, abs_path(optarg));
 	}
 	if (st->output && strcmp(st->output, "json") && strcmp(st->output, "yaml"))
 		return up_cli_usage_error(cmd, "-o takes json or yaml, not '%s'", st->output);

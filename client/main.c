@@ -28,6 +28,20 @@ const struct up_command up_commands[] = {
 	  "  --allow-dns                  let the agent resolve names (reopens a channel the\n"
 	  "                               allow-list cannot see; off by default)\n"
 	  "  --debug                      keep the agent's debug output\n"
+	  "  --add-dir DIR                mount a folder under home read-write (repeatable)\n"
+	  "  --mount-rw PATH              mount a file or folder under home read-write (repeatable)\n"
+	  "  --mount-ro PATH              mount a file or folder under home read-only (repeatable)\n"
+	  "  --ssh-cidr CIDR              open TCP 22 to this network; an IP is a /32 or /128\n"
+	  "                               (repeatable)\n"
+	  "  --ssh-key-dir DIR            not supported yet (the ssh-agent holder pod)\n"
+	  "  --git-https-rewrite HOST     rewrite git@HOST: and ssh://git@HOST/ URLs to HTTPS\n"
+	  "                               (repeatable; github.com, gitlab.com and bitbucket.org\n"
+	  "                               always are)\n"
+	  "  --no-git-identity            do not give the agent your git user.name and user.email\n"
+	  "  --mitm-ca-cert FILE          PEM CAs the proxy trusts upstream, next to the public\n"
+	  "                               roots (repeatable)\n"
+	  "  --mitm-insecure              the proxy verifies no upstream TLS certificate\n"
+	  "  --mitm-debug                 the proxy logs headers and bodies (may log secrets)\n"
 	  "  -d, --detach                 print the session id once it runs, and exit\n"
 	  "  --json                       with --detach: print the session as JSON\n"
 	  "  --dry-run                    print every object as a Kubernetes List; touch nothing\n"
@@ -66,6 +80,20 @@ const struct up_command up_commands[] = {
 	  "Works after the session ended too (the log is kept on the host).\n" },
 	{ "status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
 	  "[--json]",
+	  "Options:\n"
+	  "  --json    print the daemon's answer as JSON\n" },
+	{ "config show", up_cmd_config_show, "Show the merged config files and where each value came from.",
+	  "[--json]",
+	  "Reads ~/.config/uplink/config.yaml ($XDG_CONFIG_HOME) and the .uplink.yaml (or\n"
+	  ".agent-uplink.yaml) files from the current folder up to home, as uplink run does:\n"
+	  "a value comes from the nearest file that sets it, lists (rules, args) add up, and\n"
+	  "flags given to uplink run beat every file. Each value is shown with FILE:LINE, or\n"
+	  "'default'.\n\n"
+	  "Keys: mode (or 0.4.1's auth_mode, anthropic: true, bedrock: true), rules (paths or\n"
+	  "inline rules), no_default_rules, allow_exec, deploy_context, agent_runtime_class,\n"
+	  "mitm_runtime_class, mitmproxy_image, registry_image, image, registry, ttl,\n"
+	  "idle_timeout, allow_dns, notifications, args (or claude_args). Relative rules paths\n"
+	  "are relative to the config file's folder.\n\n"
 	  "Options:\n"
 	  "  --json    print the daemon's answer as JSON\n" },
 	{ "doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",

@@ -167,3 +167,13 @@
 
 /* `uplink stop --wait`: how long the client waits for a namespace to go (s). */
 #define UP_STOP_WAIT_MAX_S 300
+/* uplink run: host mounts (--add-dir, --mount-rw, --mount-ro together), --ssh-cidr values,
+ * --git-https-rewrite hosts, --mitm-ca-cert files and the size of each. */
+#define UP_MAX_SESSION_MOUNTS 64
+#define UP_MAX_SSH_CIDRS 64
+#define UP_MAX_GIT_REWRITES 64
+#define UP_MAX_MITM_CA_FILES 32
+#define UP_MAX_MITM_CA_FILE_SIZE (1024 * 1024)
+/* Config files (daemon/config-file.c): the largest one read, and how many folders up from the cwd. */
+#define UP_MAX_CONFIG_FILE_SIZE (256 * 1024)
+#define UP_MAX_CONFIG_FILES 64

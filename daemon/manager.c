@@ -77,6 +77,7 @@ static int (*const rpc_domains[])(struct up_rpc *rpc, struct up_manager *m) = {
 	up_rpc_rules_register,
 	up_rpc_doctor_register,
 	up_rpc_session_register,
+	up_rpc_config_register,
 	up_rpc_debug_register, /* only with UPLINK_DEBUG_RPC=1 */
 };
 

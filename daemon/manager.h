@@ -44,6 +44,7 @@ int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_doctor_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+int up_rpc_config_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_debug_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 
 struct up_sessions;

@@ -264,10 +264,22 @@ static bool is_ip(const char *s)
 	return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
 }
 
+/* The session's own objects beyond the agent's (struct up_session_extras). */
+#define GIT_SECRET "git-config"
+#define GIT_KEY "agent-uplink.inc"
+#define GIT_INCLUDE "/etc/gitconfig.d/agent-uplink.inc" /* agents/claude/gitconfig includes it */
+#define UPSTREAM_CA_SECRET "upstream-ca"
+#define UPSTREAM_CA_DIR "/upstream-ca"
+#define MOUNT_PREFIX "mount-"
+
 static bool reserved_volume(const char *n)
 {
 	static const char *const names[] = { "uplink-ca", UP_MANIFEST_ADDON_CONFIGMAP,
-					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET };
+					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET,
+					     GIT_SECRET, UPSTREAM_CA_SECRET };
+
+	if (startswith(n, MOUNT_PREFIX))
+		return true;
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		if (streq(n, names[i]))
@@ -319,6 +331,42 @@ static int check_contrib(const struct up_session_spec *s, char *err, size_t len)
 	return 0;
 }
 
+/* "10.0.0.0/8", "fd00::/64": an address and a prefix length that fits it. */
+static bool is_cidr(const char *s)
+{
+	char buf[64], *slash, *end;
+	unsigned char addr[16];
+	long bits;
+	int max;
+
+	if (!s || (size_t)snprintf(buf, sizeof(buf), "%s", s) >= sizeof(buf) || !(slash = strchr(buf, '/')))
+		return false;
+	*slash = '\0';
+	max = inet_pton(AF_INET, buf, addr) == 1 ? 32 : inet_pton(AF_INET6, buf, addr) == 1 ? 128 : -1;
+	bits = strtol(slash + 1, &end, 10);
+	return max > 0 && isdigit((unsigned char)slash[1]) && !*end && bits >= 0 && bits <= max;
+}
+
+static int check_extras(const struct up_session_extras *x, char *err, size_t len)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(x->mounts, i, v) {
+		const char *p = json_string_value(json_object_get(v, "path"));
+		if (!is_abs(p) || !json_is_boolean(json_object_get(v, "dir")) ||
+		    !json_is_boolean(json_object_get(v, "read_only")))
+			return failf(err, len, "host mount %zu: '%s' is not an absolute path", i,
+				     p ? p : "(null)");
+	}
+	json_array_foreach(x->ssh_cidrs, i, v)
+		if (!is_cidr(json_string_value(v)))
+			return failf(err, len, "SSH CIDR %zu is not a network address", i);
+	if (x->mitm_ca_pem && !strstr(x->mitm_ca_pem, "-----BEGIN CERTIFICATE-----"))
+		return failf(err, len, "the mitm's extra upstream CAs hold no PEM certificate");
+	return 0;
+}
+
 static int check_spec(const struct up_session_spec *s, char *err, size_t len)
 {
 	const char *rc = s->agent_runtime_class;
@@ -350,6 +398,8 @@ static int check_spec(const struct up_session_spec *s, char *err, size_t len)
 		return failf(err, len, "the session CA certificate and key are required");
 	if (s->mitm_cluster_ip && !is_ip(s->mitm_cluster_ip))
 		return failf(err, len, "mitm cluster IP '%s' is not an IP address", s->mitm_cluster_ip);
+	if (s->extras && check_extras(s->extras, err, len) < 0)
+		return -EINVAL;
 	return check_contrib(s, err, len);
 }
 
@@ -525,6 +575,46 @@ static int render_agent_data(struct render *c)
 	return 0;
 }
 
+/* §4.3: the upstream CA bundle, then the git overlay; each only when there is one. */
+static int render_extras_data(struct render *c)
+{
+	const struct up_session_extras *x = c->s->extras;
+	json_t *o;
+	int r;
+
+	if (x && x->mitm_ca_pem && *x->mitm_ca_pem) {
+		o = data_object(c, true, UPSTREAM_CA_SECRET);
+		r = o ? data_put(o, true, "bundle.pem", x->mitm_ca_pem, strlen(x->mitm_ca_pem)) : -ENOMEM;
+		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
+			return json_decref(o), r;
+	}
+	if (x && x->gitconfig && *x->gitconfig) {
+		o = data_object(c, true, GIT_SECRET);
+		r = o ? data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig)) : -ENOMEM;
+		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
+			return json_decref(o), r;
+	}
+	return 0;
+}
+
+/* --ssh-cidr: one egress rule, TCP 22 to exactly those networks. */
+static int ssh_egress(struct render *c, json_t *agent)
+{
+	const struct up_session_extras *x = c->s->extras;
+	json_t *to, *v;
+	size_t i;
+
+	if (!x || json_array_size(x->ssh_cidrs) == 0)
+		return 0;
+	if (!(to = json_array()))
+		return -ENOMEM;
+	json_array_foreach(x->ssh_cidrs, i, v)
+		if (push(to, json_pack("{s:{s:O}}", "ipBlock", "cidr", v)) < 0)
+			return json_decref(to), -ENOMEM;
+	return push(dig(agent, "spec.egress"),
+		    json_pack("{s:o, s:[{s:s, s:i}]}", "to", to, "ports", "protocol", "TCP", "port", 22));
+}
+
 static int render_policies(struct render *c)
 {
 	json_t *deny = object(c, TPL_NP_DENY, "default-deny");
@@ -534,6 +624,8 @@ static int render_policies(struct render *c)
 
 	if (agent && c->s->allow_dns)
 		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
+	if (agent && r == 0)
+		r = ssh_egress(c, agent);
 	if (!deny || !agent || !mitm || r < 0) {
 		json_decref(deny);
 		json_decref(agent);
@@ -543,6 +635,39 @@ static int render_policies(struct render *c)
 	r = add(c, deny);
 	r = r < 0 ? (json_decref(agent), r) : add(c, agent);
 	return r < 0 ? (json_decref(mitm), r) : add(c, mitm);
+}
+
+static int set_option(json_t *args, const char *opt)
+{
+	int r = push(args, json_string("--set"));
+
+	return r < 0 ? r : push(args, json_string(opt));
+}
+
+/* --mitm-ca-cert, --mitm-insecure, --mitm-debug (manifests/mitm/README.md, "Running it"). */
+static int mitm_extras(const struct up_session_extras *x, json_t *pod)
+{
+	json_t *main = dig(pod, "spec.containers.0"), *args = json_object_get(main, "args");
+	int r = 0;
+
+	if (x->mitm_ca_pem && *x->mitm_ca_pem) {
+		r = set_option(args, "uplink_extra_ca=" UPSTREAM_CA_DIR "/bundle.pem");
+		if (r == 0)
+			r = push(json_object_get(main, "volumeMounts"),
+				 json_pack("{s:s, s:s, s:b}", "name", UPSTREAM_CA_SECRET, "mountPath",
+					   UPSTREAM_CA_DIR, "readOnly", 1));
+		if (r == 0)
+			r = push(dig(pod, "spec.volumes"),
+				 json_pack("{s:s, s:{s:s}}", "name", UPSTREAM_CA_SECRET, "secret",
+					   "secretName", UPSTREAM_CA_SECRET));
+	}
+	if (r == 0 && x->mitm_insecure)
+		r = set_option(args, "ssl_insecure=true");
+	if (r == 0 && x->mitm_debug)
+		r = set_option(args, "termlog_verbosity=debug");
+	if (r == 0 && x->mitm_debug)
+		r = set_option(args, "flow_detail=3");
+	return r;
 }
 
 static int render_mitm(struct render *c)
@@ -556,6 +681,8 @@ static int render_mitm(struct render *c)
 		r = put(dig(pod, "spec.containers.0"), "image", json_string(c->s->mitm_image));
 	if (r == 0 && rc && *rc)
 		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+	if (r == 0 && c->s->extras)
+		r = mitm_extras(c->s->extras, pod);
 	if (r < 0) {
 		json_decref(pod);
 		json_decref(svc);
@@ -634,6 +761,38 @@ static int agent_volumes(struct render *c, json_t *volumes, json_t *mounts)
 	return 0;
 }
 
+/* The git overlay at the include path, and each host mount at its own path (§4.7). */
+static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
+{
+	const struct up_session_extras *x = c->s->extras;
+	char name[32];
+	json_t *v;
+	size_t i;
+	int r = 0;
+
+	if (!x)
+		return 0;
+	if (x->gitconfig && *x->gitconfig) {
+		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET, "secret", "secretName",
+					    GIT_SECRET));
+		if (r == 0)
+			r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", GIT_SECRET, "mountPath",
+						   GIT_INCLUDE, "subPath", GIT_KEY, "readOnly", 1));
+	}
+	json_array_foreach(x->mounts, i, v) {
+		const char *path = json_string_value(json_object_get(v, "path"));
+		bool dir = json_is_true(json_object_get(v, "dir"));
+		(void)snprintf(name, sizeof(name), MOUNT_PREFIX "%zu", i);
+		if (r == 0)
+			r = push(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", name, "hostPath", "path",
+						    path, "type", dir ? "Directory" : "File"));
+		if (r == 0)
+			r = push(mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath", path,
+						   "readOnly", json_is_true(json_object_get(v, "read_only"))));
+	}
+	return r;
+}
+
 static int agent_pod_fill(struct render *c, json_t *pod)
 {
 	const struct up_session_spec *s = c->s;
@@ -646,6 +805,9 @@ static int agent_pod_fill(struct render *c, json_t *pod)
 		return r;
 	if ((r = agent_volumes(c, json_object_get(spec, "volumes"),
 			       json_object_get(main, "volumeMounts"))) < 0)
+		return r;
+	if ((r = extras_volumes(c, json_object_get(spec, "volumes"),
+				json_object_get(main, "volumeMounts"))) < 0)
 		return r;
 	if (put(main, "image", json_string(s->agent_image)) < 0 ||
 	    (s->contrib.entrypoint && put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
@@ -702,6 +864,8 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 		r = render_text_map(&c, UP_MANIFEST_CA_CONFIGMAP, "ca.crt", spec->ca_cert_pem);
 	if (r == 0)
 		r = render_agent_data(&c);
+	if (r == 0)
+		r = render_extras_data(&c);
 	if (r == 0)
 		r = render_policies(&c);
 	if (r == 0)

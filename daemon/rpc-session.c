@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The session.* methods. Every check of the request happens here, before any slow step. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,14 @@
 #include "agents/agent.h"
 #include "bounds.h"
 #include "cluster.h"
+#include "config-file.h"
 #include "duration.h"
+#include "jsonrpc.h"
+#include "log.h"
 #include "manager.h"
 #include "rpc-clean.h"
 #include "rpc.h"
+#include "server.h"
 #include "session-private.h"
 
 struct start_params {
@@ -19,10 +24,15 @@ struct start_params {
 	const char *mitmproxy_image, *registry_image, *image, *registry, *ttl, *idle_timeout;
 	json_t *args, *rules;
 	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
+	/* daemon/session-mounts.c */
+	json_t *add_dir, *mount_rw, *mount_ro, *ssh_cidr, *git_https_rewrite, *mitm_ca_cert;
+	const char *ssh_key_dir;
+	bool no_git_identity, mitm_insecure, mitm_debug;
 };
 
 #define S(name, field) { name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
 #define B(name, field) { name, UP_PARAM_BOOL, offsetof(struct start_params, field), 0, NULL }
+#define L(name, field) { name, UP_PARAM_STRV, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
 static const struct up_param start_params[] = {
 	{ "agent", UP_PARAM_STRING, offsetof(struct start_params, agent), UP_PARAM_MANDATORY, NULL },
 	{ "cwd", UP_PARAM_STRING, offsetof(struct start_params, cwd), UP_PARAM_MANDATORY, NULL },
@@ -35,10 +45,16 @@ static const struct up_param start_params[] = {
 	B("no_default_rules", no_default_rules), B("allow_exec", allow_exec),
 	B("force_rebuild", force_rebuild), B("allow_dns", allow_dns), B("dry_run", dry_run),
 	B("show_secrets", show_secrets), B("debug", debug),
+	L("add_dir", add_dir), L("mount_rw", mount_rw), L("mount_ro", mount_ro),
+	L("ssh_cidr", ssh_cidr), L("git_https_rewrite", git_https_rewrite),
+	L("mitm_ca_cert", mitm_ca_cert), S("ssh_key_dir", ssh_key_dir),
+	B("no_git_identity", no_git_identity), B("mitm_insecure", mitm_insecure),
+	B("mitm_debug", mitm_debug),
 	{ 0 },
 };
 #undef S
 #undef B
+#undef L
 
 static char *dup_or_null(const char *s)
 {
@@ -58,6 +74,7 @@ void up_session_opts_done(struct up_session_opts *o)
 	json_decref(o->rules);
 	json_decref(o->args);
 	o->rules = o->args = NULL;
+	o->extra = up_session_extra_free(o->extra);
 }
 
 static bool dns_name(const char *s)
@@ -78,6 +95,27 @@ static bool under(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
+/* The host paths of the extras: absolute (the client makes them so); the rest on the threadpool. */
+static int check_paths(const struct start_params *p, char *why, size_t len)
+{
+	const struct {
+		const char *flag;
+		const json_t *list;
+	} lists[] = {
+		{ "--add-dir", p->add_dir }, { "--mount-rw", p->mount_rw },
+		{ "--mount-ro", p->mount_ro }, { "--mitm-ca-cert", p->mitm_ca_cert },
+	};
+	json_t *v;
+	size_t i;
+
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		json_array_foreach(lists[l].list, i, v)
+			if (json_string_value(v)[0] != '/' || strlen(json_string_value(v)) >= 4096)
+				return snprintf(why, len, "%s: '%s' is not an absolute path", lists[l].flag,
+						json_string_value(v)), -EINVAL;
+	return 0;
+}
+
 /* 0, or -EINVAL with a sentence naming the flag and the value. */
 static int check_start(const struct start_params *p, const struct up_sessions *all,
 		       struct up_session_opts *o, char *why, size_t len)
@@ -86,6 +124,7 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 	char known[256], err[256];
 	size_t i;
 	json_t *v;
+	int r;
 
 	if (!a) {
 		(void)up_agent_describe_all(known, sizeof(known));
@@ -104,6 +143,12 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 	json_array_foreach(p->rules, i, v)
 		if (json_string_value(v)[0] != '/')
 			return snprintf(why, len, "--rules: '%s' is not an absolute path", json_string_value(v)), -EINVAL;
+	if ((r = check_paths(p, why, len)) < 0)
+		return r;
+	if (p->ssh_key_dir)
+		return snprintf(why, len, "--ssh-key-dir %s: not supported yet (the ssh-agent holder pod "
+				"is not built); reach git over HTTPS with a rule that injects the token "
+				"(examples/rules/git.yaml)", p->ssh_key_dir), -EINVAL;
 	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
 		return snprintf(why, len, "--agent-runtime-class: '%s' is not a valid RuntimeClass name",
 				p->agent_runtime_class), -EINVAL;
@@ -132,6 +177,65 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 	return 0;
 }
 
+static json_t *copy_list(json_t *list)
+{
+	return list ? json_deep_copy(list) : json_array();
+}
+
+static int fill_extra(const struct start_params *p, struct up_session_opts *o)
+{
+	struct up_session_extra *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	o->extra = x;
+	x->add_dir = copy_list(p->add_dir);
+	x->mount_rw = copy_list(p->mount_rw);
+	x->mount_ro = copy_list(p->mount_ro);
+	x->mitm_ca_cert = copy_list(p->mitm_ca_cert);
+	x->git_rewrite = copy_list(p->git_https_rewrite);
+	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
+	x->no_git_identity = p->no_git_identity;
+	x->out.mitm_insecure = p->mitm_insecure;
+	x->out.mitm_debug = p->mitm_debug;
+	return x->add_dir && x->mount_rw && x->mount_ro && x->mitm_ca_cert && x->git_rewrite &&
+			       x->out.ssh_cidrs
+		       ? 0
+		       : -ENOMEM;
+}
+
+/* Warnings about what was asked, as progress lines to the client that asked. */
+static void warn(struct up_request *req, const char *fmt, ...) _printf_(2, 3);
+static void warn(struct up_request *req, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warning("session.start: %s", msg);
+	if (req->conn)
+		(void)up_conn_notify(req->conn, "session.progress",
+				     json_pack("{s:s, s:s, s:I, s:I}", "phase", "warning", "message",
+					       msg, "done", (json_int_t)0, "total", (json_int_t)0));
+}
+
+static void warn_start(struct up_request *req, const struct up_session_extra *x)
+{
+	if (json_array_size(x->out.ssh_cidrs) > 0) {
+		char *cidrs = up_json_join(x->out.ssh_cidrs, ", ");
+		warn(req, "TCP 22 egress to %s is open but no SSH keys are mounted", cidrs ? cidrs : "?");
+		free(cidrs);
+	}
+	if (x->out.mitm_insecure)
+		warn(req, "--mitm-insecure: the mitm does not verify upstream TLS certificates; anyone "
+		     "on the path can impersonate the servers the agent talks to");
+	if (x->out.mitm_debug)
+		warn(req, "--mitm-debug: the mitm logs request and response headers and bodies, "
+		     "including the credentials it injects; its log may hold secrets");
+}
+
 static int fill_opts(const struct start_params *p, const struct up_sessions *all, struct up_session_opts *o)
 {
 	*o = (struct up_session_opts){ .ttl_s = o->ttl_s, .idle_s = o->idle_s };
@@ -156,7 +260,7 @@ static int fill_opts(const struct start_params *p, const struct up_sessions *all
 	o->dry_run = p->dry_run;
 	o->show_secrets = p->show_secrets;
 	o->debug = p->debug;
-	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? 0 : -ENOMEM;
+	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? fill_extra(p, o) : -ENOMEM;
 }
 
 static struct up_sessions *sessions_of(void *userdata)
@@ -164,7 +268,7 @@ static struct up_sessions *sessions_of(void *userdata)
 	return up_manager_sessions(userdata);
 }
 
-static int rpc_start(struct up_request *req, void *params, void *userdata)
+static int start_checked(struct up_request *req, void *params, void *userdata, const json_t *config_rules)
 {
 	struct up_sessions *all = sessions_of(userdata);
 	struct start_params *p = params;
@@ -184,6 +288,15 @@ static int rpc_start(struct up_request *req, void *params, void *userdata)
 	}
 	r = fill_opts(p, all, &o);
 	if (r >= 0)
+		r = up_config_add_rules(o.rules, config_rules); /* after the --rules files */
+	if (r >= 0 && up_session_extra_check(o.extra, why, sizeof(why)) < 0) {
+		up_session_opts_done(&o);
+		up_request_error(req, UP_ERR_INVALID_PARAMS, why);
+		return 0;
+	}
+	if (r >= 0)
+		warn_start(req, o.extra);
+	if (r >= 0)
 		r = up_session_id_new(id);
 	s = r >= 0 ? up_session_new(all, id) : NULL;
 	if (!s) {
@@ -199,6 +312,14 @@ static int rpc_start(struct up_request *req, void *params, void *userdata)
 		return r;
 	}
 	return 0;
+}
+
+/* The config files first (config-file.c, off the loop); flags beat them. */
+static int rpc_start(struct up_request *req, void *params, void *userdata)
+{
+	(void)params;
+	return up_config_then(up_manager_loop(userdata), req, start_params, sessions_of(userdata)->home,
+			      start_checked, userdata);
 }
 
 struct id_params {

@@ -60,6 +60,15 @@ struct up_agent_contrib {
 	const char *memory_limit;      /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
 };
 
+/* Host mounts and per-session options beyond the agent's own (uplink run's flags). */
+struct up_session_extras {
+	json_t *mounts;    /* [{"path", "dir": bool, "read_only": bool}]: host paths, resolved */
+	json_t *ssh_cidrs; /* ["10.0.0.0/8", ...], normalised: TCP 22 open to exactly these */
+	char *gitconfig;   /* the git overlay (Secret git-config); NULL = none */
+	char *mitm_ca_pem; /* CAs the mitm trusts upstream next to the public roots; NULL = none */
+	bool mitm_insecure, mitm_debug;
+};
+
 struct up_session_spec {
 	const char *id;    /* 12 lowercase hex; the namespace is agent-uplink-<id> */
 	const char *owner; /* label value: hash of machine-id and uid, [a-z0-9]{1,63} */
@@ -84,6 +93,7 @@ struct up_session_spec {
 	 * agent pod is rendered without it; up_manifests_set_mitm_ip() adds it once known. */
 	const char *mitm_cluster_ip;
 	struct up_agent_contrib contrib;
+	const struct up_session_extras *extras; /* NULL = none */
 };
 
 /* What agent-uplink-system needs. */

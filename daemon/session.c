@@ -18,6 +18,7 @@
 #include "bounds.h"
 #include "ca.h"
 #include "cluster.h"
+#include "config-file.h"
 #include "image.h"
 #include "jsonrpc.h"
 #include "kube.h"
@@ -426,6 +427,8 @@ static void prepare_run(uv_work_t *w)
 		s->prep_error = strdup("out of memory");
 		return;
 	}
+	if (session_mounts_prepare(s) < 0) /* host mounts, --mitm-ca-cert, git: session-mounts.c */
+		return;
 	r = session_agent_prepare(s, err, sizeof(err));
 	if (r < 0) {
 		s->prep_e = UP_ERR_PREREQ_MISSING;
@@ -435,8 +438,7 @@ static void prepare_run(uv_work_t *w)
 	r = session_agent_rules(s, s->problems);
 	json_array_foreach(s->o.rules, i, f)
 		if (r != -ENOMEM) {
-			int k = up_ruleset_load_file(s->rs, UP_LAYER_USER, json_string_value(f),
-						     json_string_value(f), s->problems);
+			int k = up_config_load_rules_item(s->rs, f, s->problems); /* a path or inline */
 			r = r < 0 ? r : k;
 		}
 	if (r >= 0)
@@ -700,6 +702,7 @@ static int render(struct up_session *s, char *err, size_t len)
 		.agent_runtime_class = s->o.agent_runtime_class,
 		.mitm_runtime_class = s->o.mitm_runtime_class, .allow_dns = s->o.allow_dns,
 		.rules = rules, .ca_cert_pem = s->ca->cert_pem, .ca_key_pem = s->ca->key_pem,
+		.extras = s->o.extra ? &s->o.extra->out : NULL,
 	};
 	const struct up_agent_contrib *contrib = session_agent_contrib(s);
 	int r;

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "kube-watch.h"
 #include "list.h"
+#include "session-spec.h"
 #include "session-state.h"
 #include "util.h"
 
@@ -24,6 +25,18 @@ struct up_manager;
 struct up_request;
 struct up_cluster;
 
+/*
+ * Mounts, SSH, git and mitm options (daemon/session-mounts.c): what session.start asked
+ * for, and what the renderer gets (`out`). Owned by struct up_session_opts.
+ */
+struct up_session_extra {
+	json_t *add_dir, *mount_rw, *mount_ro; /* absolute host paths, as given */
+	json_t *mitm_ca_cert;                  /* absolute PEM file paths */
+	json_t *git_rewrite;                   /* hosts, checked */
+	bool no_git_identity;
+	struct up_session_extras out;          /* daemon/session-spec.h */
+};
+
 /* What session.start asked for, validated; every string owned. */
 struct up_session_opts {
 	char *agent, *mode, *cwd;
@@ -35,6 +48,7 @@ struct up_session_opts {
 	json_t *args;   /* passthrough arguments for the agent */
 	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
 	uint64_t ttl_s, idle_s;
+	struct up_session_extra *extra; /* never NULL once filled */
 };
 
 int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **ret) _wur_;
@@ -53,6 +67,15 @@ struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *cont
 /* Starts a session for `req` (which it answers); takes `o`. */
 int up_session_start(struct up_sessions *all, struct up_request *req, struct up_session_opts *o) _wur_;
 void up_session_opts_done(struct up_session_opts *o);
+
+/* session-mounts.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
+ * on the loop; 0 or -EINVAL with a sentence naming the flag and the value. */
+int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
+struct up_session_extra *up_session_extra_free(struct up_session_extra *x);
+/* Threadpool (PREPARING): resolves and checks the host mounts, reads the --mitm-ca-cert
+ * files and the host's git identity. On failure sets the session's preparation error
+ * and returns it (negative). */
+int session_mounts_prepare(struct up_session *s) _wur_;
 
 struct up_session *up_sessions_find(struct up_sessions *all, const char *id_or_namespace);
 json_t *up_session_describe(const struct up_session *s);

@@ -350,6 +350,113 @@ static void test_posture_table(void **state)
 	json_decref(objs);
 }
 
+/* ---------------------------------------------------------------- uplink run's extras */
+
+#define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+#define GIT_INC "[user]\n\tname = \"u\"\n"
+
+static struct up_session_extras *extras_new(void)
+{
+	static struct up_session_extras x;
+
+	x = (struct up_session_extras){
+		.mounts = json_pack("[{s:s, s:b, s:b}, {s:s, s:b, s:b}]", "path", "/home/u/src/q", "dir",
+				    1, "read_only", 0, "path", "/home/u/.npmrc", "dir", 0, "read_only", 1),
+		.ssh_cidrs = json_pack("[s, s]", "10.1.0.0/16", "2001:db8::/32"),
+		.gitconfig = strdup(GIT_INC),
+		.mitm_ca_pem = strdup(CA_PEM),
+		.mitm_insecure = true,
+		.mitm_debug = true,
+	};
+	return &x;
+}
+
+static void extras_done(struct up_session_extras *x)
+{
+	json_decref(x->mounts);
+	json_decref(x->ssh_cidrs);
+	free(x->gitconfig);
+	free(x->mitm_ca_pem);
+}
+
+#define A "containers[name=main]."
+#define M "containers[name=mitm]."
+static const struct row extras_rows[] = {
+	/* --add-dir / --mount-rw / --mount-ro: hostPath at the same path, readOnly explicit */
+	{ "Pod", "agent", "spec.volumes[name=mount-0].hostPath.path", STR, "/home/u/src/q", 0 },
+	{ "Pod", "agent", "spec.volumes[name=mount-0].hostPath.type", STR, "Directory", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=mount-0].mountPath", STR, "/home/u/src/q", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=mount-0].readOnly", FALSE_, NULL, 0 },
+	{ "Pod", "agent", "spec.volumes[name=mount-1].hostPath.type", STR, "File", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=mount-1].mountPath", STR, "/home/u/.npmrc", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=mount-1].readOnly", TRUE_, NULL, 0 },
+	/* --ssh-cidr: one more egress rule, TCP 22 to exactly those blocks; still no DNS */
+	{ "NetworkPolicy", "agent-egress", "spec.egress", SIZE, NULL, 2 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].to", SIZE, NULL, 2 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].to[0].ipBlock.cidr", STR, "10.1.0.0/16", 0 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].to[1].ipBlock.cidr", STR, "2001:db8::/32", 0 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].to[0].ipBlock.except", ABSENT, NULL, 0 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].ports", SIZE, NULL, 1 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].ports[0].port", INT, NULL, 22 },
+	{ "NetworkPolicy", "agent-egress", "spec.egress[1].ports[0].protocol", STR, "TCP", 0 },
+	{ "NetworkPolicy", "agent-egress", "spec", NO_PORT_53, NULL, 0 },
+	/* git: the overlay Secret at the image's include path, read-only */
+	{ "Secret", "git-config", "data", SIZE, NULL, 1 },
+	{ "Pod", "agent", "spec.volumes[name=git-config].secret.secretName", STR, "git-config", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=git-config].mountPath", STR,
+	  "/etc/gitconfig.d/agent-uplink.inc", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=git-config].subPath", STR, "agent-uplink.inc", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=git-config].readOnly", TRUE_, NULL, 0 },
+	/* mitm: the extra CAs next to the public roots, insecure and debug options */
+	{ "Secret", "upstream-ca", "data", SIZE, NULL, 1 },
+	{ "Pod", "mitm", "spec.volumes[name=upstream-ca].secret.secretName", STR, "upstream-ca", 0 },
+	{ "Pod", "mitm", "spec." M "volumeMounts[name=upstream-ca].mountPath", STR, "/upstream-ca", 0 },
+	{ "Pod", "mitm", "spec." M "volumeMounts[name=upstream-ca].readOnly", TRUE_, NULL, 0 },
+	{ "Pod", "agent", "spec.volumes[name=upstream-ca]", ABSENT, NULL, 0 },
+	{ "Pod", "mitm", "spec.volumes[name=git-config]", ABSENT, NULL, 0 },
+};
+#undef A
+#undef M
+
+static bool has_arg(json_t *objs, const char *arg)
+{
+	json_t *args = at(find(objs, "Pod", "mitm"), "spec.containers[name=mitm].args"), *v;
+	size_t i;
+
+	json_array_foreach(args, i, v)
+		if (streq(json_string_value(v), arg))
+			return i > 0 && streq(json_string_value(json_array_get(args, i - 1)), "--set");
+	return false;
+}
+
+static void test_extras_table(void **state)
+{
+	struct up_session_spec s = base_spec();
+	struct up_session_extras *x = extras_new();
+	json_t *objs;
+
+	s.extras = x;
+	objs = render(&s);
+	for (size_t i = 0; i < sizeof(extras_rows) / sizeof(extras_rows[0]); i++)
+		check_row(objs, &extras_rows[i]);
+	assert_true(has_arg(objs, "uplink_extra_ca=/upstream-ca/bundle.pem"));
+	assert_true(has_arg(objs, "ssl_insecure=true"));
+	assert_true(has_arg(objs, "termlog_verbosity=debug"));
+	assert_true(has_arg(objs, "flow_detail=3"));
+	json_decref(objs);
+	/* none of it without the flags */
+	x->mitm_insecure = x->mitm_debug = false;
+	free(x->mitm_ca_pem);
+	x->mitm_ca_pem = NULL;
+	objs = render(&s);
+	assert_false(has_arg(objs, "ssl_insecure=true"));
+	assert_false(has_arg(objs, "flow_detail=3"));
+	assert_false(has_arg(objs, "uplink_extra_ca=/upstream-ca/bundle.pem"));
+	assert_null(find(objs, "Secret", "upstream-ca"));
+	json_decref(objs);
+	extras_done(x);
+}
+
 /* ---------------------------------------------------------------- invariants over all objects */
 
 static void test_order_labels_and_pods(void **state)
@@ -573,7 +680,41 @@ static void env_clash(struct up_session_spec *s) { s->contrib.env = clash_env; }
 static void vol_reserved(struct up_session_spec *s) { s->contrib.volumes = reserved_vol; s->contrib.n_volumes = 1; }
 static void vol_relative(struct up_session_spec *s) { s->contrib.volumes = rel_vol; s->contrib.n_volumes = 1; }
 
+static const struct up_agent_volume mount_vol[] = {
+	{ .kind = UP_AGENT_VOL_EMPTYDIR, .name = "mount-0", .mount_path = "/x" },
+};
+static const struct up_agent_volume git_vol[] = {
+	{ .kind = UP_AGENT_VOL_EMPTYDIR, .name = "git-config", .mount_path = "/x" },
+};
+static struct up_session_extras bad_x;
+static void vol_mount(struct up_session_spec *s) { s->contrib.volumes = mount_vol; s->contrib.n_volumes = 1; }
+static void vol_git(struct up_session_spec *s) { s->contrib.volumes = git_vol; s->contrib.n_volumes = 1; }
+static void rel_mount(struct up_session_spec *s)
+{
+	json_decref(bad_x.mounts);
+	bad_x = (struct up_session_extras){
+		.mounts = json_pack("[{s:s, s:b, s:b}]", "path", "src", "dir", 1, "read_only", 0) };
+	s->extras = &bad_x;
+}
+static void bad_cidr(struct up_session_spec *s)
+{
+	json_decref(bad_x.mounts);
+	bad_x = (struct up_session_extras){ .ssh_cidrs = json_pack("[s, s]", "10.0.0.0/8", "10.0.0.0/33") };
+	s->extras = &bad_x;
+}
+static void bad_ca(struct up_session_spec *s)
+{
+	json_decref(bad_x.ssh_cidrs);
+	bad_x = (struct up_session_extras){ .mitm_ca_pem = (char *)"hello" };
+	s->extras = &bad_x;
+}
+
 static const struct bad bad_specs[] = {
+	{ "reserved mount volume", vol_mount, "agent volume 0: name 'mount-0' is not a DNS label or is taken" },
+	{ "reserved git volume", vol_git, "agent volume 0: name 'git-config' is not a DNS label or is taken" },
+	{ "relative mount", rel_mount, "host mount 0: 'src' is not an absolute path" },
+	{ "bad CIDR", bad_cidr, "SSH CIDR 1 is not a network address" },
+	{ "CA without PEM", bad_ca, "the mitm's extra upstream CAs hold no PEM certificate" },
 	{ "upper-case id", upper_id, "session id '0123456789AB' is not 12 lowercase hex digits" },
 	{ "short id", short_id, "session id '0123' is not 12 lowercase hex digits" },
 	{ "owner", bad_owner, "owner 'a b' is not a valid label value" },
@@ -692,6 +833,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_posture_table),
+		cmocka_unit_test(test_extras_table),
 		cmocka_unit_test(test_order_labels_and_pods),
 		cmocka_unit_test(test_ca_key_only_in_mitm_secret),
 		cmocka_unit_test(test_sentinels_only_in_rules_secret),

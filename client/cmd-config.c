@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* uplink config show */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+
+static void print_value(const char *key, const json_t *value, const json_t *source)
+{
+	char *text = json_is_string(value) ? strdup(json_string_value(value))
+					   : json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	printf("%-20s %-32s %s\n", key, json_is_null(value) ? "(unset)" : text ? text : "?",
+	       json_is_string(source) ? json_string_value(source) : "?");
+	free(text);
+}
+
+static void print_config(const json_t *r)
+{
+	const json_t *files = json_object_get(r, "files"), *values = json_object_get(r, "values"), *v;
+	const char *key;
+	size_t i;
+
+	if (json_array_size(files) == 0)
+		printf("no config files (looked for .uplink.yaml and .agent-uplink.yaml up to home, "
+		       "and ~/.config/uplink/config.yaml)\n");
+	else
+		printf("files, nearest first:\n");
+	json_array_foreach(files, i, v)
+		printf("  %s\n", json_string_value(v));
+	printf("\n");
+	json_object_foreach((json_t *)values, key, v) {
+		const json_t *value = json_object_get(v, "value"), *source = json_object_get(v, "source");
+
+		if (json_is_array(value) && json_is_array(source)) {
+			const json_t *item;
+			size_t j;
+			json_array_foreach(value, j, item) {
+				char name[64];
+				(void)snprintf(name, sizeof(name), "%s[%zu]", key, j);
+				print_value(name, item, json_array_get(source, j));
+			}
+		} else
+			print_value(key, value, source);
+	}
+}
+
+int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char cwd[PATH_MAX];
+	json_t *result = NULL;
+	int json = 0, c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'h': up_cli_command_help(cmd, stdout); return UP_EXIT_OK;
+		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "uplink: cannot tell the current folder\n");
+		return UP_EXIT_FAILED;
+	}
+	r = up_cli_call(cli, "config.show", json_pack("{s:s}", "cwd", cwd), &result);
+	if (r != 0)
+		return r;
+	if (json)
+		up_print_json(result);
+	else
+		print_config(result);
+	json_decref(result);
+	return UP_EXIT_OK;
+}

@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Config files (config-file.h). libyaml's document API is used here only to find the
+ * keys, their lines and the text of inline rules; the rules themselves are read by
+ * rules-parse.c, from a rules document built so that its lines are the config file's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+#include <yaml.h>
+
+#include "bounds.h"
+#include "config-file.h"
+#include "duration.h"
+#include "fileio.h"
+#include "jsonrpc.h"
+#include "params.h"
+#include "rpc.h"
+#include "rules.h"
+#include "yaml-json.h"
+
+enum kind {
+	K_STRING,
+	K_DURATION,
+	K_BOOL,
+	K_MODE_FLAG, /* anthropic: true / bedrock: true */
+	K_RULES,
+	K_ARGS,
+};
+
+struct key {
+	const char *name;  /* in the file */
+	const char *canon; /* the session.start param (and config.show's name) */
+	enum kind kind;
+	size_t offset;
+	const char *mode; /* K_MODE_FLAG */
+};
+
+#define F(field) offsetof(struct up_config, field)
+static const struct key keys[] = {
+	{ "mode", "mode", K_STRING, F(mode), NULL },
+	{ "auth_mode", "mode", K_STRING, F(mode), NULL },
+	{ "anthropic", "mode", K_MODE_FLAG, F(mode), "anthropic" },
+	{ "bedrock", "mode", K_MODE_FLAG, F(mode), "bedrock" },
+	{ "rules", "rules", K_RULES, F(rules), NULL },
+	{ "no_default_rules", "no_default_rules", K_BOOL, F(no_default_rules), NULL },
+	{ "allow_exec", "allow_exec", K_BOOL, F(allow_exec), NULL },
+	{ "deploy_context", "deploy_context", K_STRING, F(deploy_context), NULL },
+	{ "agent_runtime_class", "agent_runtime_class", K_STRING, F(agent_runtime_class), NULL },
+	{ "mitm_runtime_class", "mitm_runtime_class", K_STRING, F(mitm_runtime_class), NULL },
+	{ "mitmproxy_image", "mitmproxy_image", K_STRING, F(mitmproxy_image), NULL },
+	{ "registry_image", "registry_image", K_STRING, F(registry_image), NULL },
+	{ "image", "image", K_STRING, F(image), NULL },
+	{ "registry", "registry", K_STRING, F(registry), NULL },
+	{ "ttl", "ttl", K_DURATION, F(ttl), NULL },
+	{ "idle_timeout", "idle_timeout", K_DURATION, F(idle_timeout), NULL },
+	{ "allow_dns", "allow_dns", K_BOOL, F(allow_dns), NULL },
+	{ "notifications", "notifications", K_BOOL, F(notifications), NULL },
+	{ "args", "args", K_ARGS, F(args), NULL },
+	{ "claude_args", "args", K_ARGS, F(args), NULL },
+};
+#undef F
+
+/* The keys config.show lists, in this order (canonical names, each once). */
+static const char *const shown[] = {
+	"mode", "rules", "no_default_rules", "allow_exec", "deploy_context", "agent_runtime_class",
+	"mitm_runtime_class", "mitmproxy_image", "registry_image", "image", "registry", "ttl",
+	"idle_timeout", "allow_dns", "notifications", "args",
+};
+
+static const struct key *key_find_canon(const char *canon)
+{
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (streq(keys[i].canon, canon))
+			return &keys[i];
+	return NULL;
+}
+
+int up_config_init_defaults(struct up_config *c)
+{
+	*c = (struct up_config){ .notifications = true };
+	c->ttl = strdup("24h");
+	c->idle_timeout = strdup("4h");
+	c->rules = json_array();
+	c->args = json_array();
+	c->origins = json_object();
+	c->files = json_array();
+	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files ? 0 : -ENOMEM;
+}
+
+void up_config_done(struct up_config *c)
+{
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (keys[i].kind == K_STRING || keys[i].kind == K_DURATION) {
+			char **s = (char **)(void *)((char *)c + keys[i].offset);
+			free(*s);
+			*s = NULL;
+		}
+	json_decref(c->rules);
+	json_decref(c->args);
+	json_decref(c->origins);
+	json_decref(c->files);
+	c->rules = c->args = c->origins = c->files = NULL;
+}
+
+/* ---- one file ---- */
+
+struct pctx {
+	struct up_config *c;
+	const char *path, *home, *text;
+	size_t len;
+	yaml_document_t *doc;
+	json_t *problems;
+	int n_problems;
+	bool oom;
+};
+
+_printf_(3, 4) static void problem(struct pctx *p, const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->n_problems++;
+	if (json_array_append_new(p->problems, json_sprintf("%s:%zu: %s", p->path,
+							    n ? n->start_mark.line + 1 : 1, msg)) < 0)
+		p->oom = true;
+}
+
+static json_t *origin(const struct pctx *p, const yaml_node_t *n)
+{
+	return json_sprintf("%s:%zu", p->path, n->start_mark.line + 1);
+}
+
+static bool is_null(const yaml_node_t *n)
+{
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+
+	if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return !n;
+	for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
+		if (streq((const char *)n->data.scalar.value, nulls[i]))
+			return true;
+	return false;
+}
+
+/* 1 true, 0 false, -1 not a YAML boolean (a quoted "true" is a string). */
+static int boolean(const yaml_node_t *n)
+{
+	static const char *const t[] = { "true", "True", "TRUE" }, *const f[] = { "false", "False", "FALSE" };
+	const char *s;
+
+	if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return -1;
+	s = (const char *)n->data.scalar.value;
+	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+		if (streq(s, t[i]))
+			return 1;
+		if (streq(s, f[i]))
+			return 0;
+	}
+	return -1;
+}
+
+/* How a value reads in a message: a short excerpt of a scalar, or its kind. */
+static const char *shape(const yaml_node_t *n, char *buf, size_t len)
+{
+	if (!n || is_null(n))
+		return "null";
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a list";
+	(void)snprintf(buf, len, "%s%.40s%s", n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : "'",
+		       (const char *)n->data.scalar.value,
+		       n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : "'");
+	return buf;
+}
+
+/* The text of a string-like scalar (not null, not a boolean, no NUL byte), or NULL. */
+static const char *str(const yaml_node_t *n)
+{
+	if (!n || n->type != YAML_SCALAR_NODE || is_null(n) || boolean(n) >= 0)
+		return NULL;
+	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
+		return NULL;
+	return (const char *)n->data.scalar.value;
+}
+
+/* True when a nearer file already set `canon`: this file's value is then ignored. */
+static bool taken(const struct pctx *p, const char *canon)
+{
+	return json_object_get(p->c->origins, canon) != NULL;
+}
+
+static void set_origin(struct pctx *p, const char *canon, const yaml_node_t *n)
+{
+	if (json_object_set_new(p->c->origins, canon, origin(p, n)) < 0)
+		p->oom = true;
+}
+
+static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *kn, const yaml_node_t *v)
+{
+	char **field = (char **)(void *)((char *)p->c + k->offset), buf[64], err[256];
+	const char *s = str(v);
+	uint64_t d;
+
+	if (!s) {
+		problem(p, v, "'%s' expects a string, got %s", k->name, shape(v, buf, sizeof(buf)));
+		return;
+	}
+	if (k->kind == K_DURATION && up_duration_parse(s, &d, err, sizeof(err)) < 0) {
+		problem(p, v, "'%s': %s", k->name, err);
+		return;
+	}
+	if (taken(p, k->canon))
+		return;
+	free(*field);
+	*field = strdup(s);
+	if (!*field)
+		p->oom = true;
+	set_origin(p, k->canon, kn);
+}
+
+static void read_bool(struct pctx *p, const struct key *k, const yaml_node_t *kn, const yaml_node_t *v)
+{
+	int b = boolean(v);
+	char buf[64];
+
+	if (b < 0) {
+		problem(p, v, "'%s' expects a boolean (true/false), got %s", k->name, shape(v, buf, sizeof(buf)));
+		return;
+	}
+	if (k->kind == K_MODE_FLAG) {
+		if (!b || taken(p, k->canon))
+			return; /* false is a no-op, as in 0.4.1 */
+		free(p->c->mode);
+		p->c->mode = strdup(k->mode);
+		if (!p->c->mode)
+			p->oom = true;
+		set_origin(p, k->canon, kn);
+		return;
+	}
+	if (taken(p, k->canon))
+		return;
+	*(bool *)(void *)((char *)p->c + k->offset) = b;
+	set_origin(p, k->canon, kn);
+}
+
+/* Appends an item of a list and where it came from. */
+static void list_add(struct pctx *p, const char *canon, json_t *list, json_t *item, const yaml_node_t *n)
+{
+	json_t *o = json_object_get(p->c->origins, canon);
+
+	if (!o) {
+		o = json_array();
+		if (json_object_set_new(p->c->origins, canon, o) < 0)
+			o = NULL;
+	}
+	if (!item || !o || json_array_append_new(list, item) < 0 || json_array_append_new(o, origin(p, n)) < 0)
+		p->oom = true;
+}
+
+/*
+ * A rules document holding only the rule at node `n`, laid out so that its lines (and,
+ * for block style, its columns) are the config file's: problems then point into it.
+ */
+static char *rule_document(const struct pctx *p, const yaml_node_t *n)
+{
+	size_t line = n->start_mark.line, col = n->start_mark.column;
+	size_t from = n->start_mark.index, to = n->end_mark.index;
+	size_t cap = line + col + (to - from) + 32, pos = 0;
+	char *d;
+
+	if (to > p->len || from > to)
+		return NULL;
+	d = malloc(cap);
+	if (!d)
+		return NULL;
+	if (line == 0) {
+		/* `rules: [{...}]` on the first line: flow style */
+		pos += (size_t)snprintf(d, cap, "rules: [");
+		while (pos < col)
+			d[pos++] = ' ';
+		memcpy(d + pos, p->text + from, to - from);
+		pos += to - from;
+		d[pos++] = '\n';
+		d[pos++] = ']';
+	} else {
+		pos += (size_t)snprintf(d, cap, "rules:");
+		for (size_t i = 0; i < line; i++)
+			d[pos++] = '\n';
+		for (size_t i = 0; i + 2 < col; i++)
+			d[pos++] = ' ';
+		d[pos++] = '-';
+		d[pos++] = ' ';
+		memcpy(d + pos, p->text + from, to - from);
+		pos += to - from;
+	}
+	d[pos++] = '\n';
+	d[pos] = '\0';
+	return d;
+}
+
+static void read_inline_rule(struct pctx *p, const yaml_node_t *n)
+{
+	_cleanup_(freep) char *text = rule_document(p, n);
+	struct up_ruleset *rs = up_ruleset_new();
+	json_t *tree = NULL, *item;
+	size_t before = json_array_size(p->problems);
+	char err[256];
+	int r;
+
+	if (!text || !rs) {
+		up_ruleset_free(rs);
+		p->oom = true;
+		return;
+	}
+	r = up_ruleset_load_string(rs, UP_LAYER_USER, p->path, text, strlen(text), p->problems);
+	up_ruleset_free(rs);
+	if (r == -ENOMEM) {
+		p->oom = true;
+		return;
+	}
+	if (r < 0) {
+		p->n_problems += (int)(json_array_size(p->problems) - before);
+		if (json_array_size(p->problems) == before)
+			problem(p, n, "this inline rule is invalid");
+		return;
+	}
+	if (up_yaml_load(text, strlen(text), &tree, err, sizeof(err)) < 0) {
+		problem(p, n, "this inline rule is invalid: %s", err);
+		return;
+	}
+	item = json_pack("{s:s, s:o, s:s, s:O}", "file", p->path, "source", origin(p, n), "text", text,
+			 "rule", json_array_get(json_object_get(tree, "rules"), 0));
+	json_decref(tree);
+	list_add(p, "rules", p->c->rules, item, n);
+}
+
+/* "~/x" -> home/x; "x" -> the config file's folder/x. NULL on allocation failure. */
+static char *expand_path(const struct pctx *p, const char *s)
+{
+	char buf[PATH_MAX + 256];
+	const char *slash;
+
+	if (s[0] == '/')
+		return strdup(s);
+	if (streq(s, "~") || startswith(s, "~/")) {
+		(void)snprintf(buf, sizeof(buf), "%s%s", p->home, s + 1);
+		return strdup(buf);
+	}
+	slash = strrchr(p->path, '/');
+	(void)snprintf(buf, sizeof(buf), "%.*s/%s", slash ? (int)(slash - p->path) : 1, slash ? p->path : ".", s);
+	return strdup(buf);
+}
+
+static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_t *v)
+{
+	char buf[64];
+	const char *s = str(v);
+
+	if (k->kind == K_RULES && v->type == YAML_MAPPING_NODE) {
+		read_inline_rule(p, v);
+		return;
+	}
+	if (!s && v->type == YAML_SCALAR_NODE && !is_null(v) && k->kind == K_ARGS)
+		s = (const char *)v->data.scalar.value; /* args: true stays the word "true" */
+	if (!s) {
+		problem(p, v, k->kind == K_RULES ? "'%s' items are rules files (paths) or inline rules "
+						   "(mappings), got %s" : "'%s' items are strings, got %s",
+			k->name, shape(v, buf, sizeof(buf)));
+		return;
+	}
+	if (k->kind == K_RULES) {
+		char *path = expand_path(p, s);
+		list_add(p, "rules", p->c->rules, path ? json_string(path) : NULL, v);
+		free(path);
+	} else
+		list_add(p, "args", p->c->args, json_string(s), v);
+}
+
+static void read_list(struct pctx *p, const struct key *k, const yaml_node_t *v)
+{
+	if (is_null(v))
+		return;
+	if (v->type != YAML_SEQUENCE_NODE) {
+		read_list_item(p, k, v); /* a scalar counts as a one-item list */
+		return;
+	}
+	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+		read_list_item(p, k, yaml_document_get_node(p->doc, *it));
+}
+
+static void unknown_key(struct pctx *p, const yaml_node_t *kn, const char *name)
+{
+	char known[1024] = "";
+	size_t pos = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		pos += (size_t)snprintf(known + pos, sizeof(known) - pos, "%s%s", i ? ", " : "", keys[i].name);
+	problem(p, kn, "unknown key '%s'; known keys: %s", name, known);
+}
+
+static void read_top(struct pctx *p, yaml_node_t *root)
+{
+	if (!root || is_null(root))
+		return; /* an empty file sets nothing */
+	if (root->type != YAML_MAPPING_NODE) {
+		problem(p, root, "expected a YAML mapping at the top level (key: value lines)");
+		return;
+	}
+	for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key), *v = yaml_document_get_node(p->doc, pr->value);
+		const char *name = kn && kn->type == YAML_SCALAR_NODE ? (const char *)kn->data.scalar.value : NULL;
+		const struct key *k = NULL;
+		bool dup = false;
+
+		for (yaml_node_pair_t *q = root->data.mapping.pairs.start; name && q < pr; q++) {
+			yaml_node_t *o = yaml_document_get_node(p->doc, q->key);
+			dup = dup || (o && o->type == YAML_SCALAR_NODE && streq((const char *)o->data.scalar.value, name));
+		}
+		if (!name) {
+			problem(p, kn, "keys are names, not lists or mappings");
+			continue;
+		}
+		if (dup) {
+			problem(p, kn, "'%s' is set twice in this file; keep one", name);
+			continue;
+		}
+		for (size_t i = 0; i < ELEMENTSOF(keys) && !k; i++)
+			if (streq(keys[i].name, name))
+				k = &keys[i];
+		if (!k) {
+			unknown_key(p, kn, name);
+			continue;
+		}
+		switch (k->kind) {
+		case K_STRING:
+		case K_DURATION:
+			read_string(p, k, kn, v);
+			break;
+		case K_BOOL:
+		case K_MODE_FLAG:
+			read_bool(p, k, kn, v);
+			break;
+		case K_RULES:
+		case K_ARGS:
+			read_list(p, k, v);
+			break;
+		}
+	}
+}
+
+/* Syntax errors, aliases and extra documents, found by a pass over the events. */
+static void prescan(struct pctx *p)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	int docs = 0;
+	bool done = false;
+
+	(void)yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)p->text, p->len);
+	while (!done) {
+		if (!yaml_parser_parse(&parser, &ev)) {
+			yaml_node_t at = { .start_mark = parser.problem_mark };
+			problem(p, &at, "invalid YAML: %s%s%s", parser.problem ? parser.problem : "?",
+				parser.context ? " " : "", parser.context ? parser.context : "");
+			break;
+		}
+		yaml_node_t at = { .start_mark = ev.start_mark };
+		if (ev.type == YAML_ALIAS_EVENT)
+			problem(p, &at, "YAML aliases (*name) are not supported in config files; write the value out");
+		else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
+			problem(p, &at, "a config file holds one YAML document; remove the second '---'");
+		done = ev.type == YAML_STREAM_END_EVENT || p->n_problems > 0;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+}
+
+int up_config_parse(struct up_config *c, const char *path, const char *text, size_t len,
+		    const char *home, json_t *problems)
+{
+	struct pctx p = { .c = c, .path = path, .home = home, .text = text, .len = len, .problems = problems };
+	yaml_document_t doc;
+	yaml_parser_t parser;
+
+	if (json_array_append_new(c->files, json_string(path)) < 0)
+		return -ENOMEM;
+	prescan(&p);
+	if (p.n_problems > 0)
+		return p.oom ? -ENOMEM : -EINVAL;
+	(void)yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		return -ENOMEM;
+	}
+	p.doc = &doc;
+	read_top(&p, yaml_document_get_root_node(&doc));
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (p.oom)
+		return -ENOMEM;
+	return p.n_problems > 0 ? -EINVAL : 0;
+}
+
+/* ---- finding the files ---- */
+
+static int load_one(struct up_config *c, const char *path, const char *home, json_t *problems)
+{
+	_cleanup_(freep) char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	r = up_read_file(path, UP_MAX_CONFIG_FILE_SIZE, &text, &len);
+	if (r == -ENOENT || r == -ENOTDIR)
+		return 0;
+	if (r == -EFBIG)
+		return json_array_append_new(problems, json_sprintf("%s: larger than %d bytes", path,
+								    UP_MAX_CONFIG_FILE_SIZE)) < 0 ? -ENOMEM : -EINVAL;
+	if (r < 0)
+		return json_array_append_new(problems, json_sprintf("%s: cannot read the config file: %s",
+								    path, strerror(-r))) < 0 ? -ENOMEM : -EINVAL;
+	return up_config_parse(c, path, text, len, home, problems);
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+int up_config_load(struct up_config *c, const char *home, const char *config_home, const char *cwd,
+		   json_t *problems)
+{
+	static const char *const names[] = { UP_CONFIG_FILE, UP_CONFIG_FILE_OLD };
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	bool in_home = home && home[0] == '/' && home[1] && under(cwd, home);
+	int r = 0, k, n = 0;
+
+	if (cwd[0] != '/' || strstr(cwd, "/../") || strstr(cwd, "/./") || strlen(cwd) >= sizeof(dir))
+		return 0; /* session.start refuses such a cwd itself */
+	(void)snprintf(dir, sizeof(dir), "%s", cwd);
+	for (;;) {
+		for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+			(void)snprintf(path, sizeof(path), "%s%s%s", dir, streq(dir, "/") ? "" : "/", names[i]);
+			k = load_one(c, path, home, problems);
+			if (k == -ENOMEM)
+				return k;
+			r = r < 0 ? r : k;
+		}
+		if (!in_home || streq(dir, home) || ++n >= UP_MAX_CONFIG_FILES)
+			break;
+		*strrchr(dir, '/') = '\0';
+		if (!dir[0])
+			break;
+	}
+	if (config_home && config_home[0] == '/')
+		(void)snprintf(path, sizeof(path), "%s/uplink/config.yaml", config_home);
+	else if (home && home[0] == '/')
+		(void)snprintf(path, sizeof(path), "%s/.config/uplink/config.yaml", home);
+	else
+		return r;
+	k = load_one(c, path, home, problems);
+	return k == -ENOMEM ? k : r < 0 ? r : k;
+}
+
+/* ---- what the files say, and applying it ---- */
+
+static json_t *value_of(const struct up_config *c, const struct key *k)
+{
+	const void *f = (const char *)c + k->offset;
+
+	switch (k->kind) {
+	case K_STRING:
+	case K_DURATION:
+		return *(char *const *)f ? json_string(*(char *const *)f) : json_null();
+	case K_BOOL:
+	case K_MODE_FLAG:
+		return json_boolean(*(const bool *)f);
+	case K_RULES: {
+		json_t *out = json_array(), *v;
+		size_t i;
+		json_array_foreach(c->rules, i, v)
+			(void)json_array_append(out, json_is_string(v) ? v : json_object_get(v, "rule"));
+		return out;
+	}
+	case K_ARGS:
+		return json_deep_copy(c->args);
+	}
+	return json_null();
+}
+
+json_t *up_config_show(const struct up_config *c, const json_t *flags)
+{
+	json_t *values = json_object(), *o;
+
+	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
+		const struct key *k = key_find_canon(shown[i]);
+		json_t *src = json_object_get(c->origins, shown[i]), *flag = json_object_get(flags, shown[i]);
+
+		if (flag && !json_is_null(flag) && !json_is_false(flag) && k->kind != K_RULES)
+			o = json_pack("{s:O, s:s}", "value", flag, "source", "flag");
+		else if (src)
+			o = json_pack("{s:o, s:O}", "value", value_of(c, k), "source", src);
+		else
+			o = json_pack("{s:o, s:s}", "value", value_of(c, k), "source", "default");
+		if (!o || json_object_set_new(values, shown[i], o) < 0) {
+			json_decref(values);
+			return NULL;
+		}
+	}
+	return json_pack("{s:O, s:o}", "files", c->files, "values", values);
+}
+
+int up_config_apply(const struct up_config *c, json_t *params)
+{
+	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
+		const struct key *k = key_find_canon(shown[i]);
+		json_t *have = json_object_get(params, k->canon);
+
+		if (k->kind == K_RULES || streq(k->canon, "notifications") || !json_object_get(c->origins, k->canon))
+			continue;
+		if (k->kind == K_ARGS ? json_array_size(have) > 0 : have && !json_is_null(have) && !json_is_false(have))
+			continue; /* a flag beats the files */
+		if (json_object_set_new(params, k->canon, value_of(c, k)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int up_config_add_rules(json_t *rules, const json_t *config_rules)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(config_rules, i, v)
+		if (json_array_append(rules, (json_t *)v) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t *problems)
+{
+	const char *text = json_string_value(json_object_get(item, "text"));
+
+	if (json_is_string(item))
+		return up_ruleset_load_file(rs, UP_LAYER_USER, json_string_value(item), json_string_value(item),
+					    problems);
+	if (!text)
+		return -EINVAL;
+	return up_ruleset_load_string(rs, UP_LAYER_USER, json_string_value(json_object_get(item, "file")),
+				      text, strlen(text), problems);
+}
+
+/* ---- session.start's first step ---- */
+
+struct then {
+	struct up_request *req;
+	const struct up_param *table;
+	up_config_cont_fn cont;
+	void *userdata;
+	uv_work_t work;
+	char *home, *config_home, *cwd;
+	struct up_config c;
+	json_t *problems;
+	int r;
+	bool cancelled;
+};
+
+static void then_free(struct then *t)
+{
+	up_config_done(&t->c);
+	json_decref(t->problems);
+	free(t->home);
+	free(t->config_home);
+	free(t->cwd);
+	free(t);
+}
+
+static void then_cancel(struct up_request *req, void *ud)
+{
+	struct then *t = ud;
+
+	(void)req;
+	t->cancelled = true;
+	t->req = NULL;
+}
+
+static void then_work(uv_work_t *w)
+{
+	struct then *t = w->data;
+
+	t->r = up_config_load(&t->c, t->home, t->config_home, t->cwd, t->problems);
+}
+
+static void then_after(uv_work_t *w, int status)
+{
+	struct then *t = w->data;
+	struct up_request *req = t->req;
+	char why[1024];
+	int r;
+
+	(void)status;
+	if (t->cancelled) {
+		then_free(t);
+		return;
+	}
+	up_request_set_cancel(req, NULL, NULL);
+	if (t->r == -ENOMEM) {
+		up_request_error(req, UP_ERR_INTERNAL_ERROR, "out of memory reading the config files");
+		then_free(t);
+		return;
+	}
+	if (t->r < 0 || json_array_size(t->problems) > 0) {
+		char *msg = up_json_join(t->problems, "\n");
+		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "%s", msg ? msg : "the config files are invalid");
+		free(msg);
+		then_free(t);
+		return;
+	}
+	r = up_config_apply(&t->c, req->params);
+	if (r >= 0 && up_params_dispatch(t->table, req->params, req->pstruct, why, sizeof(why)) < 0) {
+		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "from the config files: %s", why);
+		then_free(t);
+		return;
+	}
+	if (r >= 0)
+		r = t->cont(req, req->pstruct, t->userdata, t->c.rules);
+	if (r < 0)
+		up_request_error(req, UP_ERR_INTERNAL_ERROR, "internal error in uplinkd; see its log");
+	then_free(t);
+}
+
+int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_param *table,
+		   const char *home, up_config_cont_fn cont, void *userdata)
+{
+	const char *cwd = json_string_value(json_object_get(req->params, "cwd"));
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	struct then *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	*t = (struct then){ .req = req, .table = table, .cont = cont, .userdata = userdata };
+	t->work.data = t;
+	t->home = strdup(home ? home : "");
+	t->config_home = xdg ? strdup(xdg) : NULL;
+	t->cwd = strdup(cwd ? cwd : "");
+	t->problems = json_array();
+	r = up_config_init_defaults(&t->c);
+	if (r >= 0 && (!t->home || (xdg && !t->config_home) || !t->cwd || !t->problems))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = uv_queue_work(loop, &t->work, then_work, then_after);
+	if (r < 0) {
+		then_free(t);
+		return r;
+	}
+	up_request_set_cancel(req, then_cancel, t);
+	return 0;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Config files: $XDG_CONFIG_HOME/uplink/config.yaml (default ~/.config) and the
+ * .uplink.yaml (or 0.4.1's .agent-uplink.yaml) files from a session's cwd up to home,
+ * never above it. Nearest first: a scalar comes from the nearest file that sets it,
+ * lists add up (nearest file's items first), flags given to session.start beat files.
+ * Every problem reads "FILE:LINE: what". (Named config-file.h: "config.h" is meson's.)
+ *
+ * Keys are a table (key -> parser -> offsetof); 0.4.1's names map onto ours:
+ * auth_mode, anthropic: true, bedrock: true -> mode; claude_args -> args.
+ */
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "util.h"
+
+struct up_request;
+struct up_param;
+struct up_ruleset;
+
+#define UP_CONFIG_FILE ".uplink.yaml"
+#define UP_CONFIG_FILE_OLD ".agent-uplink.yaml"
+
+struct up_config {
+	char *mode, *deploy_context, *agent_runtime_class, *mitm_runtime_class, *mitmproxy_image;
+	char *registry_image, *image, *registry, *ttl, *idle_timeout;
+	bool no_default_rules, allow_exec, allow_dns, notifications;
+	/*
+	 * The rules items, nearest file first: absolute paths (strings) and inline rules
+	 * ({"file", "source": "FILE:LINE", "text": a rules document, "rule": the rule as JSON}).
+	 */
+	json_t *rules;
+	json_t *args;    /* passthrough arguments (claude_args) */
+	json_t *origins; /* canonical key -> "FILE:LINE" (lists: an array, one per item) */
+	json_t *files;   /* the files read, nearest first */
+};
+
+/* The defaults: what a session gets with no file and no flag. */
+int up_config_init_defaults(struct up_config *c) _wur_;
+void up_config_done(struct up_config *c);
+
+/*
+ * Adds one file's text (read as `path`) under the rules above: keys already set by a
+ * nearer file are kept, lists are appended to. `home` expands "~/" in paths. Problems
+ * go to `problems`; returns 0, -EINVAL (problems) or -ENOMEM.
+ */
+int up_config_parse(struct up_config *c, const char *path, const char *text, size_t len,
+		    const char *home, json_t *problems) _wur_;
+
+/*
+ * Reads every file for `cwd` (blocking: the daemon calls it on the thread pool).
+ * `config_home` is $XDG_CONFIG_HOME or NULL (then home/.config).
+ */
+int up_config_load(struct up_config *c, const char *home, const char *config_home, const char *cwd,
+		   json_t *problems) _wur_;
+
+/* {"files": [...], "values": {KEY: {"value", "source"}}}; source is FILE:LINE, "default" or "flag". */
+json_t *up_config_show(const struct up_config *c, const json_t *flags);
+
+/*
+ * Fills session.start params from the files: a key the request lacks (or sends as null
+ * or false) takes the file's value. Rules are not touched (see up_config_rules()).
+ */
+int up_config_apply(const struct up_config *c, json_t *params) _wur_;
+
+/*
+ * Loads one item of a session's rules list into the user layer: a path (a rules file)
+ * or an inline config rule, whose problems name its config file and line.
+ */
+int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t *problems) _wur_;
+
+/*
+ * session.start's first step: loads the config for the request's "cwd" on the thread
+ * pool, fills the request's params from it (flags win), dispatches them again into the
+ * request's params struct with `table`, and calls `cont` with the config's rules items
+ * (to append after the request's own). A broken file answers the request with every
+ * problem instead.
+ */
+typedef int (*up_config_cont_fn)(struct up_request *req, void *params, void *userdata,
+				 const json_t *config_rules);
+int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_param *table,
+		   const char *home, up_config_cont_fn cont, void *userdata) _wur_;
+
+/* Appends the config's rules items to a session's list (after the --rules files). */
+int up_config_add_rules(json_t *rules, const json_t *config_rules) _wur_;

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The git overlay of a session (daemon/session-git.h), built on the threadpool. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "log.h"
+#include "session-git.h"
+
+bool session_git_host_ok(const char *host)
+{
+	size_t n = host ? strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") : 0;
+
+	if (n == 0 || n > 253)
+		return false;
+	if (host[n] == '\0')
+		return true;
+	return host[n] == ':' && host[n + 1] && strlen(host + n + 1) <= 5 &&
+	       strspn(host + n + 1, "0123456789") == strlen(host + n + 1);
+}
+
+/* `git config --global --get <key>` on the host: 0 and the value ("" when unset), or -ENOENT
+ * when git is not there. */
+static int git_get(const char *key, char *out, size_t len)
+{
+	char cmd[128];
+	FILE *p;
+	int status;
+	size_t n;
+
+	out[0] = '\0';
+	(void)snprintf(cmd, sizeof(cmd), "git config --global --get %s 2>/dev/null", key);
+	p = popen(cmd, "r");
+	if (!p)
+		return -errno;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	status = pclose(p);
+	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return -ENOENT;
+	out[strcspn(out, "\n")] = '\0';
+	for (char *c = out; *c; c++)
+		if (iscntrl((unsigned char)*c)) /* cannot be written as one value: leave it out */
+			return out[0] = '\0', 0;
+	return 0;
+}
+
+/* `\t<key> = "<value>"` with \ and " escaped, so # and ; survive. */
+static int quoted(FILE *f, const char *key, const char *value)
+{
+	fprintf(f, "\t%s = \"", key);
+	for (const char *c = value; *c; c++)
+		fprintf(f, *c == '\\' || *c == '"' ? "\\%c" : "%c", *c);
+	return fputs("\"\n", f) < 0 ? -EIO : 0;
+}
+
+static void identity(FILE *f, bool *any)
+{
+	char name[512], email[512];
+
+	if (git_get("user.name", name, sizeof(name)) == -ENOENT ||
+	    git_get("user.email", email, sizeof(email)) == -ENOENT) {
+		log_warning("git not found on host; skipping git identity");
+		return;
+	}
+	if (!name[0] && !email[0]) {
+		log_warning("No git user.name or user.email on the host (git config --global): the "
+			    "agent's commits will be unattributed");
+		return;
+	}
+	fputs("[user]\n", f);
+	if (name[0])
+		(void)quoted(f, "name", name);
+	if (email[0])
+		(void)quoted(f, "email", email);
+	*any = true;
+}
+
+int session_git_overlay(const json_t *hosts, bool with_identity, char **ret)
+{
+	char *text = NULL;
+	size_t len = 0, i;
+	bool any = false;
+	json_t *v;
+	FILE *f;
+
+	*ret = NULL;
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	if (with_identity)
+		identity(f, &any);
+	json_array_foreach(hosts, i, v) {
+		const char *h = json_string_value(v);
+		fprintf(f, "%s[url \"https://%s/\"]\n\tinsteadOf = git@%s:\n\tinsteadOf = ssh://git@%s/\n",
+			any ? "\n" : "", h, h, h);
+		any = true;
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	if (any)
+		*ret = text;
+	else
+		free(text);
+	return 0;
+}

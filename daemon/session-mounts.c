@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * uplink run's host-side extras (reference §1.4, §8): --ssh-cidr and --git-https-rewrite,
+ * checked on the loop; --add-dir, --mount-rw, --mount-ro and --mitm-ca-cert, which need the
+ * file system, resolved on the threadpool before anything reaches the cluster.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bounds.h"
+#include "fileio.h"
+#include "session-git.h"
+#include "session-private.h"
+
+struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
+{
+	if (!x)
+		return NULL;
+	json_decref(x->add_dir);
+	json_decref(x->mount_rw);
+	json_decref(x->mount_ro);
+	json_decref(x->mitm_ca_cert);
+	json_decref(x->git_rewrite);
+	json_decref(x->out.mounts);
+	json_decref(x->out.ssh_cidrs);
+	free(x->out.gitconfig);
+	free(x->out.mitm_ca_pem);
+	free(x);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- --ssh-cidr */
+
+/* "10.1.2.3/24" -> "10.1.2.0/24", "10.1.2.3" -> "10.1.2.3/32" (non-strict, as 0.4.1). */
+static int cidr_normalise(const char *raw, char *out, size_t len, const char **reason)
+{
+	char addr[INET6_ADDRSTRLEN + 8], *slash, *end;
+	unsigned char bin[16];
+	int family, max;
+	long bits;
+
+	if ((size_t)snprintf(addr, sizeof(addr), "%s", raw) >= sizeof(addr))
+		return *reason = "too long for an address", -EINVAL;
+	slash = strchr(addr, '/');
+	if (slash)
+		*slash = '\0';
+	family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	max = family == AF_INET6 ? 128 : 32;
+	if (inet_pton(family, addr, bin) != 1)
+		return *reason = "not an IPv4 or IPv6 address", -EINVAL;
+	bits = max;
+	if (slash) {
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (slash[1] < '0' || slash[1] > '9' || *end || errno || bits < 0 || bits > max)
+			return *reason = family == AF_INET6 ? "the prefix length must be 0 to 128"
+							   : "the prefix length must be 0 to 32",
+			       -EINVAL;
+	}
+	for (int i = 0; i < max / 8; i++) {
+		int keep = (int)bits - i * 8;
+		bin[i] &= keep >= 8 ? 0xff : keep <= 0 ? 0 : (unsigned char)(0xff << (8 - keep));
+	}
+	if (!inet_ntop(family, bin, addr, sizeof(addr)))
+		return *reason = "not an IPv4 or IPv6 address", -EINVAL;
+	return snprintf(out, len, "%s/%ld", addr, bits) < (int)len ? 0 : -ENAMETOOLONG;
+}
+
+static int check_cidrs(struct up_session_extra *x, json_t *given, char *why, size_t len)
+{
+	char cidr[INET6_ADDRSTRLEN + 8];
+	const char *reason = "";
+	json_t *v;
+	size_t i;
+
+	if (json_array_size(given) > UP_MAX_SSH_CIDRS)
+		return snprintf(why, len, "--ssh-cidr: at most %d networks", UP_MAX_SSH_CIDRS), -EINVAL;
+	json_array_foreach(given, i, v) {
+		const char *raw = json_string_value(v);
+		if (cidr_normalise(raw, cidr, sizeof(cidr), &reason) < 0)
+			return snprintf(why, len, "--ssh-cidr '%s' is not a valid CIDR: %s", raw, reason),
+			       -EINVAL;
+		if (json_array_append_new(x->out.ssh_cidrs, json_string(cidr)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- checks on the loop */
+
+int up_session_extra_check(struct up_session_extra *x, char *why, size_t len)
+{
+	json_t *given = x->out.ssh_cidrs, *v;
+	size_t i;
+	int r;
+
+	/* session.start hands the CIDRs as given; `out` keeps them normalised. */
+	x->out.ssh_cidrs = json_array();
+	r = x->out.ssh_cidrs ? check_cidrs(x, given, why, len) : -ENOMEM;
+	json_decref(given);
+	if (r < 0)
+		return r;
+	if (json_array_size(x->git_rewrite) > UP_MAX_GIT_REWRITES)
+		return snprintf(why, len, "--git-https-rewrite: at most %d hosts", UP_MAX_GIT_REWRITES),
+		       -EINVAL;
+	json_array_foreach(x->git_rewrite, i, v)
+		if (!session_git_host_ok(json_string_value(v)))
+			return snprintf(why, len, "invalid --git-https-rewrite host: '%s'",
+					json_string_value(v)), -EINVAL;
+	if (json_array_size(x->mitm_ca_cert) > UP_MAX_MITM_CA_FILES)
+		return snprintf(why, len, "--mitm-ca-cert: at most %d files", UP_MAX_MITM_CA_FILES),
+		       -EINVAL;
+	if (json_array_size(x->add_dir) + json_array_size(x->mount_rw) + json_array_size(x->mount_ro) >
+	    UP_MAX_SESSION_MOUNTS)
+		return snprintf(why, len, "--add-dir, --mount-rw and --mount-ro: at most %d paths "
+				"together", UP_MAX_SESSION_MOUNTS), -EINVAL;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- mounts (threadpool) */
+
+struct mount {
+	const char *flag;
+	char path[PATH_MAX];
+	bool dir, ro;
+};
+
+struct mounts {
+	const char *cwd, *home;
+	char real_home[PATH_MAX];
+	struct mount m[UP_MAX_SESSION_MOUNTS];
+	size_t n;
+};
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* One value of one flag: resolved, checked, added unless it is there already. */
+static int mount_add(struct mounts *ms, const char *flag, const char *raw, bool ro, bool dir_only,
+		     char *why, size_t len)
+{
+	struct mount *m = &ms->m[ms->n];
+	struct stat st;
+
+	if (!realpath(raw, m->path) || stat(m->path, &st) < 0 || (dir_only && !S_ISDIR(st.st_mode)))
+		return dir_only ? snprintf(why, len, "%s %s does not exist or is not a directory", flag, raw)
+				: snprintf(why, len, "%s %s does not exist", flag, raw),
+		       -EINVAL;
+	if (!under(m->path, ms->home) && !(ms->real_home[0] && under(m->path, ms->real_home)))
+		return snprintf(why, len, "%s %s must be under %s", flag, m->path, ms->home), -EINVAL;
+	if (streq(m->path, ms->cwd))
+		return snprintf(why, len, "%s %s is the working directory, already mounted", flag,
+				m->path), -EINVAL;
+	for (size_t i = 0; i < ms->n; i++) {
+		if (!streq(ms->m[i].path, m->path))
+			continue;
+		if (ms->m[i].ro != ro)
+			return snprintf(why, len, "%s is requested both read-write and read-only; pick one",
+					m->path), -EINVAL;
+		return 0; /* given twice: once is enough */
+	}
+	m->flag = flag;
+	m->dir = S_ISDIR(st.st_mode);
+	m->ro = ro;
+	ms->n++;
+	return 0;
+}
+
+/* Writable folders (and the working folder) must not nest; read-only mounts and files may. */
+static int mounts_overlap(const struct mounts *ms, char *why, size_t len)
+{
+	const char *paths[UP_MAX_SESSION_MOUNTS + 1];
+	bool add_dir[UP_MAX_SESSION_MOUNTS + 1];
+	size_t n = 0;
+
+	paths[n] = ms->cwd;
+	add_dir[n++] = true;
+	for (size_t i = 0; i < ms->n; i++)
+		if (ms->m[i].dir && !ms->m[i].ro) {
+			paths[n] = ms->m[i].path;
+			add_dir[n++] = streq(ms->m[i].flag, "--add-dir");
+		}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (under(paths[i], paths[j]) || under(paths[j], paths[i]))
+				return snprintf(why, len, "%s overlap: %s and %s are nested; mount "
+						"non-overlapping folders only",
+						add_dir[i] && add_dir[j] ? "--add-dir paths"
+									 : "writable mounts",
+						paths[i], paths[j]), -EINVAL;
+	return 0;
+}
+
+static int resolve_mounts(struct up_session_extra *x, const char *cwd, const char *home, char *why,
+			  size_t len)
+{
+	static const struct {
+		const char *flag;
+		size_t field;
+		bool ro, dir_only;
+	} flags[] = {
+		{ "--add-dir", offsetof(struct up_session_extra, add_dir), false, true },
+		{ "--mount-rw", offsetof(struct up_session_extra, mount_rw), false, false },
+		{ "--mount-ro", offsetof(struct up_session_extra, mount_ro), true, false },
+	};
+	_cleanup_(freep) struct mounts *ms = calloc(1, sizeof(*ms));
+	json_t *v;
+	size_t i;
+	int r;
+
+	if (!ms || !(x->out.mounts = json_array()))
+		return -ENOMEM;
+	ms->cwd = cwd;
+	ms->home = home;
+	if (!realpath(home, ms->real_home))
+		ms->real_home[0] = '\0';
+	for (size_t f = 0; f < ELEMENTSOF(flags); f++)
+		json_array_foreach(*(json_t **)((char *)x + flags[f].field), i, v)
+			if ((r = mount_add(ms, flags[f].flag, json_string_value(v), flags[f].ro,
+					   flags[f].dir_only, why, len)) < 0)
+				return r;
+	if ((r = mounts_overlap(ms, why, len)) < 0)
+		return r;
+	for (i = 0; i < ms->n; i++)
+		if (json_array_append_new(x->out.mounts,
+					  json_pack("{s:s, s:b, s:b}", "path", ms->m[i].path, "dir",
+						    ms->m[i].dir, "read_only", ms->m[i].ro)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- --mitm-ca-cert (threadpool) */
+
+static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
+{
+	char *all = NULL, *text = NULL;
+	size_t n_all = 0, n;
+	json_t *v;
+	size_t i;
+	int r = 0;
+
+	json_array_foreach(x->mitm_ca_cert, i, v) {
+		const char *path = json_string_value(v);
+		r = up_read_file(path, UP_MAX_MITM_CA_FILE_SIZE, &text, &n);
+		if (r == -ENOENT)
+			(void)snprintf(why, len, "--mitm-ca-cert %s: file not found", path);
+		else if (r < 0)
+			(void)snprintf(why, len, "--mitm-ca-cert %s: %s", path,
+				       r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+		else if (!memmem(text, n, "-----BEGIN CERTIFICATE-----", 27)) {
+			(void)snprintf(why, len, "--mitm-ca-cert %s: no PEM certificate found", path);
+			r = -EINVAL;
+		}
+		if (r < 0)
+			break;
+		/* Verbatim, one after another; a newline where a file lacks its last one. */
+		char *grown = realloc(all, n_all + n + 2);
+		if (!grown) {
+			r = -ENOMEM;
+			break;
+		}
+		all = grown;
+		memcpy(all + n_all, text, n);
+		n_all += n;
+		if (n == 0 || text[n - 1] != '\n')
+			all[n_all++] = '\n';
+		all[n_all] = '\0';
+		free(text);
+		text = NULL;
+	}
+	free(text);
+	if (r < 0) {
+		free(all);
+		return r == -ENOMEM ? r : -EINVAL;
+	}
+	x->out.mitm_ca_pem = all;
+	return 0;
+}
+
+int session_mounts_prepare(struct up_session *s)
+{
+	struct up_session_extra *x = s->o.extra;
+	char why[1024] = "";
+	int r;
+
+	if (!x)
+		return 0;
+	r = resolve_mounts(x, s->o.cwd, s->o.home, why, sizeof(why));
+	if (r >= 0)
+		r = read_ca_files(x, why, sizeof(why));
+	if (r >= 0)
+		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig);
+	if (r < 0) {
+		s->prep_e = r == -EINVAL ? UP_ERR_INVALID_PARAMS : UP_ERR_INTERNAL_ERROR;
+		s->prep_error = strdup(why[0] ? why : strerror(-r));
+	}
+	return r;
+}

@@ -1,0 +1,140 @@
+"""Config files (.uplink.yaml, 0.4.1's .agent-uplink.yaml, ~/.config/uplink/config.yaml):
+`uplink config show`, and a session picking its options up from them."""
+
+import base64
+import json
+import subprocess
+from datetime import datetime
+
+import pytest
+
+from test_session import Env, registry  # noqa: F401
+from uplinktest import uplink_bin, wait_for
+
+
+@pytest.fixture
+def env(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = Env(tmpdir_short, fakekube, registry)
+    e.xdg = tmpdir_short / "xdg"
+    (e.xdg / "uplink").mkdir(parents=True)
+    e.daemon.env["XDG_CONFIG_HOME"] = str(e.xdg)
+    e.daemon.start()
+    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+             what="the deploy cluster to sync")
+    yield e
+    rc = e.daemon.stop()
+    e.daemon.close()
+    assert rc == 0, e.daemon.logs()[-3000:]
+
+
+def config_show(env, *args, cwd=None, check=0):
+    e = dict(env.daemon.env)
+    e.pop("UPLINK_DEBUG", None)
+    r = subprocess.run([uplink_bin(), "config", "show", *args], cwd=cwd or env.project, env=e,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
+    return r
+
+
+INLINE = """\
+# rules for the project
+rules:
+  - name: from-config
+    hosts: ['api\\.example\\.com']
+    methods: [POST]
+"""
+
+
+def test_config_show_merges_and_says_where(env):
+    (env.tmp / ".uplink.yaml").write_text("bogus: 1\nimage: above-home\n")  # above home: not read
+    (env.xdg / "uplink" / "config.yaml").write_text("idle_timeout: 2h\nttl: 9h\n")
+    (env.home / ".uplink.yaml").write_text("ttl: 2h\n" + INLINE)
+    (env.project / ".agent-uplink.yaml").write_text("allow_dns: true\nrules: [other.yaml]\n")
+    (env.project / ".uplink.yaml").write_text("\nttl: 90m\n")
+    r = config_show(env, "--json")
+    doc = json.loads(r.stdout)
+    proj, home = str(env.project), str(env.home)
+    assert doc["files"] == [f"{proj}/.uplink.yaml", f"{proj}/.agent-uplink.yaml", f"{home}/.uplink.yaml",
+                            f"{env.xdg}/uplink/config.yaml"]
+    v = doc["values"]
+    assert v["ttl"] == {"value": "90m", "source": f"{proj}/.uplink.yaml:2"}
+    assert v["allow_dns"] == {"value": True, "source": f"{proj}/.agent-uplink.yaml:1"}
+    assert v["idle_timeout"] == {"value": "2h", "source": f"{env.xdg}/uplink/config.yaml:1"}
+    assert v["image"] == {"value": None, "source": "default"}
+    assert v["allow_exec"] == {"value": False, "source": "default"}
+    assert v["notifications"] == {"value": True, "source": "default"}
+    # lists add up, nearest file first
+    assert v["rules"]["value"][0] == f"{proj}/other.yaml"
+    assert v["rules"]["value"][1]["name"] == "from-config"
+    assert v["rules"]["source"] == [f"{proj}/.agent-uplink.yaml:2", f"{home}/.uplink.yaml:4"]
+    # the text form says the same
+    text = config_show(env).stdout
+    assert f"{proj}/.uplink.yaml\n" in text
+    line = next(l for l in text.splitlines() if l.startswith("ttl "))
+    assert "90m" in line and line.endswith(f"{proj}/.uplink.yaml:2")
+    assert any(l.startswith("image ") and l.endswith("default") for l in text.splitlines())
+    assert any(l.startswith("rules[1] ") and "from-config" in l for l in text.splitlines())
+
+
+def test_config_show_refuses_a_broken_file(env):
+    (env.project / ".uplink.yaml").write_text("ttl: 1h\nallow_dns: \"yes\"\nmount_rw: /x\n")
+    r = config_show(env, check=1)
+    p = env.project / ".uplink.yaml"
+    assert f"{p}:2: 'allow_dns' expects a boolean (true/false), got 'yes'" in r.stderr
+    assert f"{p}:3: unknown key 'mount_rw'; known keys: mode, auth_mode, " in r.stderr
+
+
+def dry_run(env, *extra, check=0):
+    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1", *extra, check=check)
+    return r if check else json.loads(r.stdout)["items"]
+
+
+def find(items, kind, name=None):
+    return next(i for i in items if i["kind"] == kind and (name is None or i["metadata"]["name"] == name))
+
+
+def ttl_of(items):
+    ann = find(items, "Namespace")["metadata"]["annotations"]
+    t = [datetime.strptime(ann[k], "%Y-%m-%dT%H:%M:%SZ") for k in ("uplink.dev/created-at", "uplink.dev/expires-at")]
+    return (t[1] - t[0]).total_seconds()
+
+
+def agent_pod_spec(items):
+    pod = next(i for i in items if i["kind"] == "Pod" and "agent" in i["metadata"]["name"])
+    return pod["spec"]
+
+
+def test_session_takes_ttl_allow_dns_and_inline_rules_from_the_file(env):
+    (env.project / ".uplink.yaml").write_text("ttl: 2h\nallow_dns: true\n" + INLINE)
+    items = dry_run(env)
+    assert ttl_of(items) == 2 * 3600
+    assert "dnsPolicy" not in agent_pod_spec(items)
+    secret = find(items, "Secret", "rules-json")
+    rules = json.loads(base64.b64decode(secret["data"]["rules.json"]))["rules"]
+    mine = [r for r in rules if r["name"] == "from-config"]
+    assert mine and mine[0]["layer"] == "user" and mine[0]["hosts"] == ["api\\.example\\.com"]
+    assert mine[0]["source"] == f"{env.project}/.uplink.yaml:5"
+    # without the file: the defaults
+    (env.project / ".uplink.yaml").unlink()
+    items = dry_run(env)
+    assert ttl_of(items) == 24 * 3600
+    assert agent_pod_spec(items).get("dnsPolicy")
+    rules = json.loads(base64.b64decode(find(items, "Secret", "rules-json")["data"]["rules.json"]))["rules"]
+    assert not [r for r in rules if r["name"] == "from-config"]
+
+
+def test_a_flag_beats_the_file(env):
+    (env.home / ".uplink.yaml").write_text("ttl: 2h\n")
+    (env.project / ".uplink.yaml").write_text("ttl: 5h\n")
+    assert ttl_of(dry_run(env)) == 5 * 3600          # the nearest file wins
+    assert ttl_of(dry_run(env, "--ttl", "3h")) == 3 * 3600  # the flag beats both
+
+
+def test_a_broken_file_refuses_the_run_with_file_and_line(env):
+    (env.home / ".uplink.yaml").write_text("ttl: 2h\n\nallow_dsn: true\n")
+    r = dry_run(env, check=1)
+    assert f"{env.home}/.uplink.yaml:3: unknown key 'allow_dsn'; known keys: " in r.stderr
+    (env.home / ".uplink.yaml").write_text("rules:\n  - name: bad\n    hosts: []\n")
+    r = dry_run(env, check=1)
+    assert f"{env.home}/.uplink.yaml:3:12: rule 'bad': " in r.stderr
+    assert env.docker_calls_list() == []
