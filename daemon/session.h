@@ -44,7 +44,7 @@ struct up_session_opts {
 	char *agent_runtime_class, *mitm_runtime_class;
 	char *mitm_image, *registry_image, *image, *registry;
 	char *user, *home;
-	json_t *rules;  /* array of absolute paths */
+	json_t *rules;  /* --rules paths (absolute), then inline rules from config files */
 	json_t *args;   /* passthrough arguments for the agent */
 	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
 	uint64_t ttl_s, idle_s;
