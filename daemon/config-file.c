@@ -665,108 +665,141 @@ int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t 
 
 /* ---- session.start's first step ---- */
 
-struct then {
-	struct up_request *req;
-	const struct up_param *table;
-	up_config_cont_fn cont;
-	void *userdata;
+/*
+ * Reading the config files for a request, off the loop: one job for session.start and
+ * config.show alike. The job answers the request itself when the files are broken, and
+ * hands the merged config to `done` otherwise.
+ */
+typedef void (*loaded_fn)(struct up_request *req, struct up_config *c, void *ud);
+
+struct job {
+	struct up_request *req; /* NULL once the client went away */
 	uv_work_t work;
 	char *home, *config_home, *cwd;
 	struct up_config c;
 	json_t *problems;
 	int r;
 	bool cancelled;
+	loaded_fn done;
+	void *ud;
 };
 
-static void then_free(struct then *t)
+static void job_free(struct job *j)
 {
-	up_config_done(&t->c);
-	json_decref(t->problems);
-	free(t->home);
-	free(t->config_home);
-	free(t->cwd);
-	free(t);
+	up_config_done(&j->c);
+	json_decref(j->problems);
+	free(j->home);
+	free(j->config_home);
+	free(j->cwd);
+	free(j->ud);
+	free(j);
 }
 
-static void then_cancel(struct up_request *req, void *ud)
+static void job_cancel(struct up_request *req, void *ud)
 {
-	struct then *t = ud;
+	struct job *j = ud;
 
 	(void)req;
-	t->cancelled = true;
-	t->req = NULL;
+	j->cancelled = true; /* job_after() frees it */
+	j->req = NULL;
 }
 
-static void then_work(uv_work_t *w)
+static void job_work(uv_work_t *w)
 {
-	struct then *t = w->data;
+	struct job *j = w->data;
 
-	t->r = up_config_load(&t->c, t->home, t->config_home, t->cwd, t->problems);
+	j->r = up_config_load(&j->c, j->home, j->config_home, j->cwd, j->problems);
 }
 
-static void then_after(uv_work_t *w, int status)
+static void job_after(uv_work_t *w, int status)
 {
-	struct then *t = w->data;
-	struct up_request *req = t->req;
-	char why[1024];
-	int r;
+	struct job *j = w->data;
 
 	(void)status;
-	if (t->cancelled) {
-		then_free(t);
-		return;
+	if (!j->cancelled) {
+		up_request_set_cancel(j->req, NULL, NULL);
+		if (j->r == -ENOMEM) {
+			up_request_error(j->req, UP_ERR_INTERNAL_ERROR, "out of memory reading the config files");
+		} else if (j->r < 0 || json_array_size(j->problems) > 0) {
+			char *msg = up_json_join(j->problems, "\n");
+			up_request_errorf(j->req, UP_ERR_INVALID_PARAMS, "%s",
+					  msg ? msg : "the config files are invalid");
+			free(msg);
+		} else {
+			j->done(j->req, &j->c, j->ud);
+		}
 	}
-	up_request_set_cancel(req, NULL, NULL);
-	if (t->r == -ENOMEM) {
-		up_request_error(req, UP_ERR_INTERNAL_ERROR, "out of memory reading the config files");
-		then_free(t);
-		return;
+	job_free(j);
+}
+
+/* Takes `ud` (freed with the job). */
+static int load_for(uv_loop_t *loop, struct up_request *req, const char *home, const char *cwd,
+		    loaded_fn done, void *ud)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	struct job *j = calloc(1, sizeof(*j));
+	int r;
+
+	if (!j) {
+		free(ud);
+		return -ENOMEM;
 	}
-	if (t->r < 0 || json_array_size(t->problems) > 0) {
-		char *msg = up_json_join(t->problems, "\n");
-		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "%s", msg ? msg : "the config files are invalid");
-		free(msg);
-		then_free(t);
-		return;
+	*j = (struct job){ .req = req, .done = done, .ud = ud };
+	j->work.data = j;
+	j->home = strdup(home ? home : "");
+	j->config_home = xdg ? strdup(xdg) : NULL;
+	j->cwd = strdup(cwd ? cwd : "");
+	j->problems = json_array();
+	r = up_config_init_defaults(&j->c);
+	if (r >= 0 && (!j->home || (xdg && !j->config_home) || !j->cwd || !j->problems))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = uv_queue_work(loop, &j->work, job_work, job_after);
+	if (r < 0) {
+		job_free(j);
+		return r;
 	}
-	r = up_config_apply(&t->c, req->params);
+	up_request_set_cancel(req, job_cancel, j);
+	return 0;
+}
+
+int up_config_show_for(uv_loop_t *loop, struct up_request *req, const char *home, const char *cwd,
+		       void (*done)(struct up_request *req, struct up_config *c, void *ud))
+{
+	return load_for(loop, req, home, cwd, done, NULL);
+}
+
+/* session.start: the files fill in what the request left out, then the usual checks run. */
+struct then {
+	const struct up_param *table;
+	up_config_cont_fn cont;
+	void *userdata;
+};
+
+static void then_loaded(struct up_request *req, struct up_config *c, void *ud)
+{
+	struct then *t = ud;
+	char why[1024];
+	int r = up_config_apply(c, req->params);
+
 	if (r >= 0 && up_params_dispatch(t->table, req->params, req->pstruct, why, sizeof(why)) < 0) {
 		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "from the config files: %s", why);
-		then_free(t);
 		return;
 	}
 	if (r >= 0)
-		r = t->cont(req, req->pstruct, t->userdata, t->c.rules);
+		r = t->cont(req, req->pstruct, t->userdata, c->rules);
 	if (r < 0)
 		up_request_error(req, UP_ERR_INTERNAL_ERROR, "internal error in uplinkd; see its log");
-	then_free(t);
 }
 
 int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_param *table,
 		   const char *home, up_config_cont_fn cont, void *userdata)
 {
-	const char *cwd = json_string_value(json_object_get(req->params, "cwd"));
-	const char *xdg = getenv("XDG_CONFIG_HOME");
 	struct then *t = calloc(1, sizeof(*t));
-	int r;
 
 	if (!t)
 		return -ENOMEM;
-	*t = (struct then){ .req = req, .table = table, .cont = cont, .userdata = userdata };
-	t->work.data = t;
-	t->home = strdup(home ? home : "");
-	t->config_home = xdg ? strdup(xdg) : NULL;
-	t->cwd = strdup(cwd ? cwd : "");
-	t->problems = json_array();
-	r = up_config_init_defaults(&t->c);
-	if (r >= 0 && (!t->home || (xdg && !t->config_home) || !t->cwd || !t->problems))
-		r = -ENOMEM;
-	if (r >= 0)
-		r = uv_queue_work(loop, &t->work, then_work, then_after);
-	if (r < 0) {
-		then_free(t);
-		return r;
-	}
-	up_request_set_cancel(req, then_cancel, t);
-	return 0;
+	*t = (struct then){ .table = table, .cont = cont, .userdata = userdata };
+	return load_for(loop, req, home, json_string_value(json_object_get(req->params, "cwd")),
+			then_loaded, t);
 }

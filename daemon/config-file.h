@@ -82,6 +82,9 @@ int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t 
  */
 typedef int (*up_config_cont_fn)(struct up_request *req, void *params, void *userdata,
 				 const json_t *config_rules);
+/* config.show's reading: off the loop; broken files answer the request; `done` gets the rest. */
+int up_config_show_for(uv_loop_t *loop, struct up_request *req, const char *home, const char *cwd,
+		       void (*done)(struct up_request *req, struct up_config *c, void *ud)) _wur_;
 int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_param *table,
 		   const char *home, up_config_cont_fn cont, void *userdata) _wur_;
 

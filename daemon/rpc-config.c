@@ -20,93 +20,28 @@ static const struct up_param show_params[] = {
 	{ 0 },
 };
 
-struct show {
-	struct up_request *req;
-	uv_work_t work;
-	char *home, *config_home, *cwd;
-	struct up_config c;
-	json_t *problems;
-	int r;
-	bool cancelled;
-};
-
-static void show_free(struct show *s)
+static void shown(struct up_request *req, struct up_config *c, void *ud)
 {
-	up_config_done(&s->c);
-	json_decref(s->problems);
-	free(s->home);
-	free(s->config_home);
-	free(s->cwd);
-	free(s);
-}
+	json_t *out = up_config_show(c, NULL);
 
-static void show_cancel(struct up_request *req, void *ud)
-{
-	struct show *s = ud;
-
-	(void)req;
-	s->cancelled = true;
-	s->req = NULL;
-}
-
-static void show_work(uv_work_t *w)
-{
-	struct show *s = w->data;
-
-	s->r = up_config_load(&s->c, s->home, s->config_home, s->cwd, s->problems);
-}
-
-static void show_after(uv_work_t *w, int status)
-{
-	struct show *s = w->data;
-	json_t *out;
-
-	(void)status;
-	if (s->cancelled) {
-		show_free(s);
-		return;
-	}
-	up_request_set_cancel(s->req, NULL, NULL);
-	if (s->r == -ENOMEM || !(out = up_config_show(&s->c, NULL)))
-		up_request_error(s->req, UP_ERR_INTERNAL_ERROR, "out of memory reading the config files");
-	else if (json_array_size(s->problems) > 0) {
-		char *msg = up_json_join(s->problems, "\n");
-		json_decref(out);
-		up_request_errorf(s->req, UP_ERR_INVALID_PARAMS, "%s", msg ? msg : "the config files are invalid");
-		free(msg);
-	} else
-		up_request_reply(s->req, out);
-	show_free(s);
+	(void)ud;
+	if (out)
+		up_request_reply(req, out);
+	else
+		up_request_error(req, UP_ERR_INTERNAL_ERROR, "out of memory reading the config files");
 }
 
 static int rpc_show(struct up_request *req, void *params, void *userdata)
 {
 	const struct show_params *p = params;
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = up_manager_sessions(userdata)->home;
-	struct show *s;
 
 	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./")) {
 		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "the folder '%s' must be an absolute, "
 				  "normalised path", p->cwd);
 		return 0;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->req = req;
-	s->work.data = s;
-	s->home = strdup(home ? home : "");
-	s->config_home = xdg ? strdup(xdg) : NULL;
-	s->cwd = strdup(p->cwd);
-	s->problems = json_array();
-	if (up_config_init_defaults(&s->c) < 0 || !s->home || (xdg && !s->config_home) || !s->cwd ||
-	    !s->problems || uv_queue_work(up_manager_loop(userdata), &s->work, show_work, show_after) < 0) {
-		show_free(s);
-		return -ENOMEM;
-	}
-	up_request_set_cancel(req, show_cancel, s);
-	return 0;
+	return up_config_show_for(up_manager_loop(userdata), req, up_manager_sessions(userdata)->home,
+				  p->cwd, shown);
 }
 
 static const struct up_method config_methods[] = {
