@@ -94,11 +94,24 @@ int up_session_begin(struct up_session *s, struct up_request *req) _wur_;
 void up_session_free(struct up_session *s);
 
 /* session.c, for the steps in other files */
+int64_t session_now(void);
+void session_set_state(struct up_session *s, enum up_session_state to, const char *reason);
+void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
+		      const char *fmt, ...) _printf_(5, 6);
+void session_answer_error(struct up_session *s, enum up_error e, const char *msg);
+void session_cancel_work(struct up_session *s);
+/* Down to TEARDOWN, the namespace deleted (retried until it is), then GONE. */
+void session_teardown(struct up_session *s);
+void session_delete_namespace(struct up_session *s);
+void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms);
+
+/* session-pods.c */
+/* STARTING: waits for the pods through the pod watch, with a deadline. */
+void session_start_waiting(struct up_session *s);
 typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
 int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
 int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
-void session_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms);
 void session_save(struct up_session *s);
 /* A warning that a limit is near (desktop notification, or the log without one). */
 void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s);

@@ -78,7 +78,7 @@ static void on_registry(struct up_session *s, const struct up_kube_error *err, j
 			     UP_REGISTRY_READY_TIMEOUT_S);
 		return;
 	}
-	session_timer(s, on_registry_timer, 1000);
+	session_start_timer(s, on_registry_timer, 1000);
 }
 
 static void poll_registry(struct up_session *s)

@@ -4,7 +4,7 @@
  * image) -> DEPLOYING (objects applied, namespace first, agent pod last) ->
  * STARTING (pods become Ready, seen through the pod watch) -> RUNNING; and on the
  * way down STOPPED/FAILED/EXITED -> TEARDOWN (namespace deleted) -> GONE. One
- * set_state() logs, persists and tells the client.
+ * session_set_state() logs, persists and tells the client.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -37,10 +37,9 @@
 
 static void step_build(struct up_session *s);
 static void step_deploy(struct up_session *s);
-static void step_teardown(struct up_session *s);
-static void fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
+void session_teardown(struct up_session *s);
 
-static int64_t now_s(void)
+int64_t session_now(void)
 {
 	return (int64_t)time(NULL);
 }
@@ -52,9 +51,9 @@ static struct up_conn *starter(const struct up_session *s)
 	return s->req ? s->req->conn : NULL;
 }
 
-static void progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
+void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
 		     const char *fmt, ...) _printf_(5, 6);
-static void progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
+void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
 		     const char *fmt, ...)
 {
 	char msg[512];
@@ -105,7 +104,7 @@ void session_notify_expiring(struct up_session *s, const char *limit, int64_t le
 				   *limit == 'i' ? "idle" : "ttl", left_s);
 }
 
-static void set_state(struct up_session *s, enum up_session_state to, const char *reason)
+void session_set_state(struct up_session *s, enum up_session_state to, const char *reason)
 {
 	enum up_session_state from = s->state;
 
@@ -129,7 +128,7 @@ static void set_state(struct up_session *s, enum up_session_state to, const char
 		(void)snprintf(kept, sizeof(kept), "%s", up_record_reason(s->record));
 		reason = kept[0] ? kept : NULL;
 	}
-	if (s->record && up_record_set_state(s->record, to, reason, now_s()) < 0)
+	if (s->record && up_record_set_state(s->record, to, reason, session_now()) < 0)
 		log_warning("Session %s: the record refused %s, ignoring", s->id, up_session_state_to_name(to));
 	save(s);
 	if (!s->o.dry_run)
@@ -220,7 +219,7 @@ static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, 
 	return 0;
 }
 
-static void cancel_work(struct up_session *s)
+void session_cancel_work(struct up_session *s)
 {
 	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
 		if (s->calls[i]) {
@@ -245,7 +244,7 @@ static void timer_closed(uv_handle_t *h)
 	free(h);
 }
 
-static void start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
+void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
 {
 	if (s->timer && !s->all->closing)
 		(void)uv_timer_start(s->timer, cb, ms, 0);
@@ -261,14 +260,9 @@ int session_get(struct up_session *s, const char *path, session_done_fn done)
 	return session_call(s, CALL_GET, NULL, path, done);
 }
 
-void session_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
-{
-	start_timer(s, cb, ms);
-}
-
 /* ---- the way down ---- */
 
-static void answer_error(struct up_session *s, enum up_error e, const char *msg)
+void session_answer_error(struct up_session *s, enum up_error e, const char *msg)
 {
 	struct up_request *req = s->req;
 
@@ -280,16 +274,6 @@ static void answer_error(struct up_session *s, enum up_error e, const char *msg)
 
 static void fail_msg(struct up_session *s, enum up_error e, const char *msg);
 
-static void fail(struct up_session *s, enum up_error e, const char *fmt, ...)
-{
-	char msg[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fail_msg(s, e, msg);
-}
 
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...)
 {
@@ -306,10 +290,10 @@ static void fail_msg(struct up_session *s, enum up_error e, const char *msg)
 {
 	if (up_session_state_is_terminal(s->state))
 		return;
-	cancel_work(s);
-	answer_error(s, e, msg);
-	set_state(s, UP_SESSION_FAILED, msg);
-	step_teardown(s);
+	session_cancel_work(s);
+	session_answer_error(s, e, msg);
+	session_set_state(s, UP_SESSION_FAILED, msg);
+	session_teardown(s);
 }
 
 static void on_teardown_timer(uv_timer_t *t);
@@ -325,17 +309,17 @@ static void on_namespace_deleted(struct up_session *s, const struct up_kube_erro
 		 * here (up_session_on_namespace).
 		 */
 		if (!obj && s->state == UP_SESSION_TEARDOWN)
-			set_state(s, UP_SESSION_GONE, NULL);
+			session_set_state(s, UP_SESSION_GONE, NULL);
 		return;
 	}
 	/* Every teardown is retried until it succeeds: a namespace must never leak. */
 	ms = up_backoff_ms(s->attempts++, 1000, 60000, (uint32_t)uv_hrtime(), -1);
 	log_warning("Session %s: cannot delete namespace %s (%s); again in %llu s", s->id, s->ns,
 		    err->message, (unsigned long long)(ms / 1000));
-	start_timer(s, on_teardown_timer, ms);
+	session_start_timer(s, on_teardown_timer, ms);
 }
 
-static void delete_namespace(struct up_session *s)
+void session_delete_namespace(struct up_session *s)
 {
 	char path[128];
 
@@ -349,17 +333,17 @@ static void delete_namespace(struct up_session *s)
 
 static void on_teardown_timer(uv_timer_t *t)
 {
-	delete_namespace(t->data);
+	session_delete_namespace(t->data);
 }
 
-static void step_teardown(struct up_session *s)
+void session_teardown(struct up_session *s)
 {
-	set_state(s, UP_SESSION_TEARDOWN, NULL);
+	session_set_state(s, UP_SESSION_TEARDOWN, NULL);
 	if (!s->applied_anything || s->o.dry_run) {
-		set_state(s, UP_SESSION_GONE, NULL);
+		session_set_state(s, UP_SESSION_GONE, NULL);
 		return;
 	}
-	delete_namespace(s);
+	session_delete_namespace(s);
 }
 
 void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns)
@@ -372,18 +356,18 @@ void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_
 						     s->state != UP_SESSION_TEARDOWN)) &&
 		    !(phase && !strcmp(phase, "Terminating")) && !s->all->closing) {
 			log_info("Session %s has ended but namespace %s exists: deleting it", s->id, s->ns);
-			delete_namespace(s);
+			session_delete_namespace(s);
 		}
 		return;
 	}
 	if (s->state == UP_SESSION_TEARDOWN) {
 		if (s->timer)
 			(void)uv_timer_stop(s->timer);
-		set_state(s, UP_SESSION_GONE, NULL);
+		session_set_state(s, UP_SESSION_GONE, NULL);
 	} else if (s->state == UP_SESSION_RUNNING) {
-		set_state(s, UP_SESSION_GONE, "its namespace was deleted from outside uplink");
+		session_set_state(s, UP_SESSION_GONE, "its namespace was deleted from outside uplink");
 	} else if (up_session_state_is_starting(s->state) && s->applied_anything) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "namespace %s was deleted while the session was starting",
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "namespace %s was deleted while the session was starting",
 		     s->ns);
 	}
 }
@@ -392,10 +376,10 @@ int up_session_stop(struct up_session *s, const char *reason)
 {
 	if (up_session_state_is_terminal(s->state))
 		return -EALREADY;
-	cancel_work(s);
-	answer_error(s, UP_ERR_SESSION_STOPPED, reason);
-	set_state(s, UP_SESSION_STOPPED, reason);
-	step_teardown(s);
+	session_cancel_work(s);
+	session_answer_error(s, UP_ERR_SESSION_STOPPED, reason);
+	session_set_state(s, UP_SESSION_STOPPED, reason);
+	session_teardown(s);
 	return 0;
 }
 
@@ -451,7 +435,7 @@ static void prepare_run(uv_work_t *w)
 	if (!s->o.image && !s->o.registry && !s->o.dry_run)
 		session_registry_check(s->server[0] ? s->server : NULL, s->registry_problem,
 				       sizeof(s->registry_problem));
-	r = up_ca_new(s->id, now_s(), up_record_expires_at(s->record), &s->ca, err, sizeof(err));
+	r = up_ca_new(s->id, session_now(), up_record_expires_at(s->record), &s->ca, err, sizeof(err));
 	if (r < 0) {
 		s->prep_e = UP_ERR_INTERNAL_ERROR;
 		s->prep_error = strdup(err);
@@ -464,10 +448,10 @@ static void on_resolved(int r, enum up_error e, const char *message, void *ud)
 
 	s->resolve = NULL;
 	if (r < 0) {
-		fail(s, e, "%s", message);
+		session_fail(s, e, "%s", message);
 		return;
 	}
-	progress(s, "prepare", 1, 1, "rules and credentials ready (%zu rules)", up_ruleset_count(s->rs));
+	session_progress(s, "prepare", 1, 1, "rules and credentials ready (%zu rules)", up_ruleset_count(s->rs));
 	step_build(s);
 }
 
@@ -486,13 +470,13 @@ static void prepare_after(uv_work_t *w, int status)
 	if (s->all->closing || up_session_state_is_terminal(s->state))
 		return;
 	if (s->prep_error) {
-		fail(s, s->prep_e, "%s", s->prep_error);
+		session_fail(s, s->prep_e, "%s", s->prep_error);
 		return;
 	}
-	progress(s, "prepare", 0, 1, "resolving credential placeholders");
+	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
 	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
 	if (r < 0)
-		fail(s, UP_ERR_INTERNAL_ERROR, "cannot resolve placeholders: %s", strerror(-r));
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot resolve placeholders: %s", strerror(-r));
 }
 
 static void on_record_saved(int r, const char *err, json_t *result, void *ud)
@@ -504,7 +488,7 @@ static void on_record_saved(int r, const char *err, json_t *result, void *ud)
 		return;
 	if (r < 0) {
 		/* The record must exist before anything in the cluster does. */
-		fail(s, UP_ERR_INTERNAL_ERROR, "cannot write the session record: %s", err);
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot write the session record: %s", err);
 		return;
 	}
 	/* What the worker may need of the cluster, copied while on the loop. */
@@ -516,7 +500,7 @@ static void on_record_saved(int r, const char *err, json_t *result, void *ud)
 	r = uv_queue_work(s->all->loop, &s->work, prepare_run, prepare_after);
 	if (r < 0) {
 		s->in_work = false;
-		fail(s, UP_ERR_INTERNAL_ERROR, "cannot schedule the preparation: %s", strerror(-r));
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot schedule the preparation: %s", strerror(-r));
 	}
 }
 
@@ -526,7 +510,7 @@ static void on_image_progress(const struct up_image_progress *p, void *ud)
 {
 	struct up_session *s = ud;
 
-	progress(s, p->phase, p->step, p->total, "%s", p->message ? p->message : "");
+	session_progress(s, p->phase, p->step, p->total, "%s", p->message ? p->message : "");
 }
 
 static void on_image_done(const struct up_image_result *res, void *ud)
@@ -535,12 +519,12 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 
 	s->image = NULL;
 	if (res->r < 0) {
-		fail(s, res->e, "%s", res->error);
+		session_fail(s, res->e, "%s", res->error);
 		return;
 	}
 	free(s->image_ref);
 	s->image_ref = strdup(res->ref);
-	progress(s, "build", 1, 1, "%s %s", res->built ? "built and pushed" : "up to date:", res->ref);
+	session_progress(s, "build", 1, 1, "%s %s", res->built ? "built and pushed" : "up to date:", res->ref);
 	step_deploy(s);
 }
 
@@ -555,19 +539,19 @@ static void step_build(struct up_session *s)
 		step_deploy(s);
 		return;
 	}
-	set_state(s, UP_SESSION_BUILDING, NULL);
+	session_set_state(s, UP_SESSION_BUILDING, NULL);
 	if (s->o.registry) {
 		start_image(s);
 		return;
 	}
 	/* The in-cluster registry: the node must be able to pull from it, and it must run. */
 	if (s->registry_problem[0]) {
-		fail(s, UP_ERR_PREREQ_MISSING, "%s", s->registry_problem);
+		session_fail(s, UP_ERR_PREREQ_MISSING, "%s", s->registry_problem);
 		return;
 	}
-	progress(s, "build", 0, 0, "making sure the registry in agent-uplink-system runs");
+	session_progress(s, "build", 0, 0, "making sure the registry in agent-uplink-system runs");
 	if (session_registry_ensure(s, err, sizeof(err)) < 0)
-		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "%s", err);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "%s", err);
 }
 
 void session_registry_ready(struct up_session *s)
@@ -585,7 +569,7 @@ static void start_image(struct up_session *s)
 	int r;
 
 	if (session_agent_context(s, ctx, sizeof(ctx)) < 0) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "the agent's build context path is too long");
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "the agent's build context path is too long");
 		return;
 	}
 	(void)snprintf(repo, sizeof(repo), "%s/uplink/%s", host, s->o.agent);
@@ -593,7 +577,7 @@ static void start_image(struct up_session *s)
 	(void)snprintf(url, sizeof(url), "%s://%s", local ? "http" : "https", host);
 	if (up_store_session_dir(s->all->store, s->id, dir, sizeof(dir)) < 0 ||
 	    snprintf(log_path, sizeof(log_path), "%s/build.log", dir) >= (int)sizeof(log_path)) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "the state folder path is too long");
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "the state folder path is too long");
 		return;
 	}
 	struct up_image_request req = {
@@ -601,11 +585,11 @@ static void start_image(struct up_session *s)
 		.force_rebuild = s->o.force_rebuild, .log_path = log_path,
 		.docker = getenv("UPLINK_DOCKER"),
 	};
-	progress(s, "build", 0, 0, "checking the registry for the %s image", s->o.agent);
+	session_progress(s, "build", 0, 0, "checking the registry for the %s image", s->o.agent);
 	r = up_image_ensure(s->all->loop, s->all->http, &req, on_image_progress, on_image_done, s,
 			    &s->image);
 	if (r < 0)
-		fail(s, UP_ERR_INTERNAL_ERROR, "cannot start the image build: %s", strerror(-r));
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot start the image build: %s", strerror(-r));
 }
 
 /* ---- DEPLOYING: render, then namespace, then everything but the agent pod, then it ---- */
@@ -618,17 +602,17 @@ static bool is_agent_pod(json_t *obj)
 	return kind && name && !strcmp(kind, "Pod") && !strcmp(name, "agent");
 }
 
-static void start_waiting(struct up_session *s);
+void session_start_waiting(struct up_session *s);
 
 static void on_agent_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
 {
 	(void)obj;
 	if (err) {
-		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating the agent pod failed: %s", err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating the agent pod failed: %s", err->message);
 		return;
 	}
-	progress(s, "deploy", 1, 1, "all objects submitted");
-	start_waiting(s);
+	session_progress(s, "deploy", 1, 1, "all objects submitted");
+	session_start_waiting(s);
 }
 
 static void apply_agent_pod(struct up_session *s)
@@ -638,12 +622,12 @@ static void apply_agent_pod(struct up_session *s)
 	json_t *pod = json_array_get(s->objects, n - 1);
 
 	if (up_manifests_set_mitm_ip(s->objects, s->mitm_ip, err, sizeof(err)) < 0) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "%s", err);
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "%s", err);
 		return;
 	}
 	s->t_submitted = uv_hrtime();
 	if (session_call(s, CALL_APPLY, pod, NULL, on_agent_applied) < 0)
-		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 }
 
 static void on_object_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
@@ -652,7 +636,7 @@ static void on_object_applied(struct up_session *s, const struct up_kube_error *
 	const char *ip = json_string_value(json_object_get(json_object_get(obj, "spec"), "clusterIP"));
 
 	if (err) {
-		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "deploying the session failed: %s", err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "deploying the session failed: %s", err->message);
 		return;
 	}
 	if (kind && !strcmp(kind, "Service") && ip)
@@ -660,7 +644,7 @@ static void on_object_applied(struct up_session *s, const struct up_kube_error *
 	if (--s->pending > 0)
 		return;
 	if (!s->mitm_ip[0]) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "the mitm Service has no cluster IP");
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "the mitm Service has no cluster IP");
 		return;
 	}
 	apply_agent_pod(s);
@@ -672,18 +656,18 @@ static void on_namespace_applied(struct up_session *s, const struct up_kube_erro
 
 	(void)obj;
 	if (err) {
-		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace %s failed: %s", s->ns, err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace %s failed: %s", s->ns, err->message);
 		return;
 	}
 	/* Independent objects go together; the pods mount what the others create. */
-	progress(s, "deploy", 0, 1, "applying %zu objects", n - 1);
+	session_progress(s, "deploy", 0, 1, "applying %zu objects", n - 1);
 	s->pending = 0;
 	for (size_t i = 1; i < n; i++) {
 		json_t *o = json_array_get(s->objects, i);
 		if (is_agent_pod(o))
 			continue;
 		if (session_call(s, CALL_APPLY, o, NULL, on_object_applied) < 0) {
-			fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 			return;
 		}
 		s->pending++;
@@ -719,7 +703,7 @@ static void step_deploy(struct up_session *s)
 	char err[1024];
 
 	if (render(s, err, sizeof(err)) < 0) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s", err);
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s", err);
 		return;
 	}
 	if (s->o.dry_run) {
@@ -727,182 +711,15 @@ static void step_deploy(struct up_session *s)
 		s->req = NULL;
 		up_request_reply(req, json_pack("{s:s, s:o}", "id", s->id, "objects",
 						 up_manifests_list(s->objects, s->o.show_secrets)));
-		set_state(s, UP_SESSION_STOPPED, "dry run");
-		step_teardown(s);
+		session_set_state(s, UP_SESSION_STOPPED, "dry run");
+		session_teardown(s);
 		return;
 	}
-	set_state(s, UP_SESSION_DEPLOYING, NULL);
+	session_set_state(s, UP_SESSION_DEPLOYING, NULL);
 	s->t_deploy = uv_hrtime();
-	progress(s, "deploy", 0, 1, "creating namespace %s", s->ns);
+	session_progress(s, "deploy", 0, 1, "creating namespace %s", s->ns);
 	if (session_call(s, CALL_APPLY, json_array_get(s->objects, 0), NULL, on_namespace_applied) < 0)
-		fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
-}
-
-/* ---- STARTING: both pods Ready, as the pod watch reports ---- */
-
-static bool pod_ready(json_t *pod)
-{
-	json_t *conds = json_object_get(json_object_get(pod, "status"), "conditions"), *c;
-	size_t i;
-
-	json_array_foreach(conds, i, c) {
-		const char *type = json_string_value(json_object_get(c, "type"));
-		const char *status = json_string_value(json_object_get(c, "status"));
-		if (type && status && !strcmp(type, "Ready"))
-			return !strcmp(status, "True");
-	}
-	return false;
-}
-
-/* The agent container's end, if it has ended: its exit code and reason. */
-static bool agent_terminated(json_t *pod, int *code, const char **reason)
-{
-	json_t *sts = json_object_get(json_object_get(pod, "status"), "containerStatuses"), *c;
-	size_t i;
-
-	json_array_foreach(sts, i, c) {
-		const char *name = json_string_value(json_object_get(c, "name"));
-		json_t *term = json_object_get(json_object_get(c, "state"), "terminated");
-		if (!name || strcmp(name, UP_AGENT_CONTAINER) != 0 || !term)
-			continue;
-		*code = (int)json_integer_value(json_object_get(term, "exitCode"));
-		*reason = json_string_value(json_object_get(term, "reason"));
-		return true;
-	}
-	return false;
-}
-
-/* Remembers why a pod is not starting, for the message if it never does. */
-static void note_waiting(struct up_session *s, const char *pod_name, json_t *pod)
-{
-	json_t *st = json_object_get(pod, "status"), *sts = json_object_get(st, "containerStatuses"), *c;
-	const char *phase = json_string_value(json_object_get(st, "phase"));
-	size_t i;
-
-	json_array_foreach(sts, i, c) {
-		json_t *w = json_object_get(json_object_get(c, "state"), "waiting");
-		const char *reason = json_string_value(json_object_get(w, "reason"));
-		const char *msg = json_string_value(json_object_get(w, "message"));
-		if (reason) {
-			(void)snprintf(s->waiting, sizeof(s->waiting),
-				       "pod %s is %s, container %s waiting: %s%s%s", pod_name,
-				       phase ? phase : "?", json_string_value(json_object_get(c, "name")),
-				       reason, msg ? " (" : "", msg ? msg : "");
-			if (msg)
-				(void)strncat(s->waiting, ")", sizeof(s->waiting) - strlen(s->waiting) - 1);
-			return;
-		}
-	}
-	if (phase)
-		(void)snprintf(s->waiting, sizeof(s->waiting), "pod %s is %s", pod_name, phase);
-}
-
-static void running(struct up_session *s)
-{
-	struct up_request *req = s->req;
-
-	if (s->timer)
-		(void)uv_timer_stop(s->timer);
-	set_state(s, UP_SESSION_RUNNING, NULL);
-	s->idle_since = now_s();
-	session_life_arm(s);
-	if (req) {
-		s->req = NULL;
-		up_request_reply(req, up_session_describe(s));
-	}
-}
-
-void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod)
-{
-	const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
-	const char *reason = NULL;
-	int code;
-
-	if (!name || up_session_state_is_terminal(s->state))
-		return;
-	if (strcmp(name, "agent") == 0 && ev != UP_WATCH_DELETED && agent_terminated(pod, &code, &reason)) {
-		char why[256];
-		cancel_work(s);
-		if (up_record_set_exit_code(s->record, code, now_s()) < 0)
-			log_warning("Session %s: cannot record exit code %d, ignoring", s->id, code);
-		(void)snprintf(why, sizeof(why), "the agent exited with code %d%s%s%s", code,
-			       reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
-		if (s->req)
-			answer_error(s, UP_ERR_SESSION_STOPPED, why);
-		set_state(s, UP_SESSION_EXITED, why);
-		step_teardown(s);
-		return;
-	}
-	if (ev == UP_WATCH_DELETED && s->state == UP_SESSION_RUNNING && !strcmp(name, "agent")) {
-		set_state(s, UP_SESSION_FAILED, "the agent pod was deleted or evicted from outside uplink");
-		step_teardown(s);
-		return;
-	}
-	if (s->state != UP_SESSION_STARTING)
-		return;
-	if (!strcmp(name, "agent"))
-		s->agent_ready = pod_ready(pod);
-	else if (!strcmp(name, "mitm"))
-		s->mitm_ready = pod_ready(pod);
-	if (!pod_ready(pod))
-		note_waiting(s, name, pod);
-	if (s->agent_ready && s->mitm_ready)
-		running(s);
-}
-
-static long start_timeout_s(void)
-{
-	const char *env = getenv("UPLINK_START_TIMEOUT_S");
-	long t = env ? strtol(env, NULL, 10) : 0;
-
-	return t > 0 ? t : UP_SESSION_START_TIMEOUT_S;
-}
-
-static void on_events(struct up_session *s, const struct up_kube_error *err, json_t *list)
-{
-	char events[1024] = "";
-	json_t *items = json_object_get(list, "items"), *e;
-	size_t i, n = json_array_size(items), used = 0;
-
-	(void)err;
-	/* The last few events say the most: image pulls, scheduling, admission. */
-	for (i = n > 5 ? n - 5 : 0; i < n && used < sizeof(events); i++) {
-		e = json_array_get(items, i);
-		used += (size_t)snprintf(events + used, sizeof(events) - used, "%s%s: %s", used ? "; " : "",
-					 json_string_value(json_object_get(e, "reason")),
-					 json_string_value(json_object_get(e, "message")));
-	}
-	fail(s, UP_ERR_POD_NOT_READY,
-	     "the session's pods did not become ready within %ld s: %s%s%s. Check the cluster "
-	     "(uplink doctor) or raise UPLINK_START_TIMEOUT_S",
-	     start_timeout_s(), s->waiting[0] ? s->waiting : "no pod reported why",
-	     events[0] ? "; recent events: " : "", events);
-}
-
-static void on_start_timeout(uv_timer_t *t)
-{
-	struct up_session *s = t->data;
-	char path[256];
-
-	/* Fetch the namespace's events for the message, then fail. */
-	if (up_kube_path(path, sizeof(path), "Event", s->ns, NULL) < 0 ||
-	    session_call(s, CALL_GET, NULL, path, on_events) < 0)
-		on_events(s, NULL, NULL);
-}
-
-static void start_waiting(struct up_session *s)
-{
-	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
-	json_t *p;
-
-	set_state(s, UP_SESSION_STARTING, NULL);
-	progress(s, "start", 0, 2, "waiting for the mitm and agent pods");
-	start_timer(s, on_start_timeout, (uint64_t)start_timeout_s() * 1000);
-	/* Events may have come before we listened: look at the cache too. */
-	if (pods && (p = up_kube_watch_get(pods, s->ns, "mitm")))
-		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
-	if (pods && s->state == UP_SESSION_STARTING && (p = up_kube_watch_get(pods, s->ns, "agent")))
-		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 }
 
 /* ---- the session object ---- */
@@ -932,7 +749,7 @@ void up_session_free(struct up_session *s)
 	if (!s)
 		return;
 	up_session_audit_cancel(s);
-	cancel_work(s);
+	session_cancel_work(s);
 	if (s->in_work) {
 		s->freeing = true; /* prepare_after() comes back to free */
 		return;
@@ -995,11 +812,11 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 	up_request_set_cancel(req, on_start_cancelled, s);
 	s->state = UP_SESSION_PREPARING;
 	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
-				  s->o.deploy_context ? s->o.deploy_context : "", now_s(), s->o.ttl_s,
+				  s->o.deploy_context ? s->o.deploy_context : "", session_now(), s->o.ttl_s,
 				  s->o.idle_s);
 	if (!s->record)
 		return -ENOMEM;
-	progress(s, "prepare", 0, 1, "preparing session %s", s->id);
+	session_progress(s, "prepare", 0, 1, "preparing session %s", s->id);
 	if (s->o.dry_run) {
 		on_record_saved(0, NULL, NULL, s);
 		return 0;
@@ -1014,81 +831,16 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 	return 0;
 }
 
-/* ---- after a restart ---- */
+/* ---- shutting down ---- */
 
 void up_session_cancel_work(struct up_session *s)
 {
 	up_session_audit_cancel(s);
-	cancel_work(s);
+	session_cancel_work(s);
 	session_life_free(s);
 	/* Shutting down: the loop must be able to finish, so the timer goes now. */
 	if (s->timer) {
 		uv_close((uv_handle_t *)s->timer, timer_closed);
 		s->timer = NULL;
 	}
-}
-
-void up_session_adopt(struct up_session *s)
-{
-	/* Whatever the last run managed to create, the namespace is the handle on all of it. */
-	s->applied_anything = true;
-	/* A running session's limits go on; the idle clock restarts with the daemon. */
-	s->idle_since = now_s();
-	session_life_arm(s);
-}
-
-void up_session_reconcile(struct up_session *s, json_t *ns)
-{
-	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
-	json_t *agent = pods ? up_kube_watch_get(pods, s->ns, "agent") : NULL;
-
-	if (up_session_state_is_starting(s->state) && !s->req && !s->in_work && !s->image &&
-	    !s->resolve && s->pending == 0 && !s->calls[0]) {
-		fail(s, UP_ERR_INTERNAL_ERROR, "uplinkd restarted while the session was starting");
-	} else if (s->state == UP_SESSION_RUNNING) {
-		if (ns)
-			up_session_audit_start(s); /* picked up again after a restart; idempotent */
-		if (!ns)
-			set_state(s, UP_SESSION_GONE, "its namespace vanished while uplinkd was not looking");
-		else if (agent)
-			up_session_on_pod(s, UP_WATCH_MODIFIED, agent);
-	} else if (s->state == UP_SESSION_TEARDOWN || s->state == UP_SESSION_EXITED ||
-		   s->state == UP_SESSION_FAILED || s->state == UP_SESSION_STOPPED) {
-		if (!ns) {
-			if (s->state != UP_SESSION_TEARDOWN)
-				set_state(s, UP_SESSION_TEARDOWN, NULL);
-			set_state(s, UP_SESSION_GONE, NULL);
-		} else {
-			if (s->state != UP_SESSION_TEARDOWN)
-				set_state(s, UP_SESSION_TEARDOWN, NULL);
-			delete_namespace(s);
-		}
-	}
-}
-
-json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len)
-{
-	const char *const *argv = session_agent_attach_argv(s);
-	struct up_kube *k = up_cluster_kube(s->cluster);
-	const struct up_kube_context *ctx = k ? up_kube_get_context(k) : NULL;
-	const char *kubeconfig = getenv("KUBECONFIG");
-	json_t *cmd;
-
-	if (s->state != UP_SESSION_RUNNING) {
-		(void)snprintf(err, err_len, "session %s is %s, not running", s->id,
-			       up_session_state_to_name(s->state));
-		return NULL;
-	}
-	if (!ctx) {
-		(void)snprintf(err, err_len, "the deploy cluster of session %s is not available", s->id);
-		return NULL;
-	}
-	cmd = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s]", "kubectl", "--kubeconfig",
-			kubeconfig && *kubeconfig ? kubeconfig : ctx->file, "--context", ctx->name,
-			"exec", "-it", "-n", s->ns, "agent", "-c", UP_AGENT_CONTAINER, "--");
-	for (size_t i = 0; argv && argv[i]; i++)
-		(void)json_array_append_new(cmd, json_string(argv[i]));
-	if (!argv)
-		(void)json_array_extend(cmd, json_pack("[s, s, s, s]", "tmux", "attach-session", "-t", "agent"));
-	return json_pack("{s:s, s:s, s:o}", "id", s->id, "namespace", s->ns, "argv", cmd);
 }
