@@ -481,16 +481,42 @@ static int rpc_list(struct up_request *req, void *params, void *userdata)
 	return 0;
 }
 
+/* Every session.* method waits for the records after a restart, so none answers "not found" for a moment. */
+static int gate(struct up_request *req, void *params, void *userdata, up_method_fn fn)
+{
+	struct up_sessions *all = sessions_of(userdata);
+
+	if (up_sessions_loaded(all))
+		return fn(req, params, userdata);
+	return up_sessions_defer(all, req, params, fn, userdata);
+}
+
+#define GATED(fn) \
+	static int fn##_gated(struct up_request *req, void *params, void *userdata) \
+	{ \
+		return gate(req, params, userdata, fn); \
+	}
+GATED(rpc_start)
+GATED(rpc_list)
+GATED(rpc_get)
+GATED(rpc_stop)
+GATED(rpc_attach)
+GATED(rpc_hold)
+GATED(rpc_extend)
+GATED(up_rpc_session_clean)
+GATED(up_rpc_session_logs)
+#undef GATED
+
 static const struct up_method session_methods[] = {
-	{ "session.start", start_params, sizeof(struct start_params), rpc_start, UP_METHOD_MUTATES },
-	{ "session.list", list_params, sizeof(struct list_params), rpc_list, 0 },
-	{ "session.get", id_params, sizeof(struct id_params), rpc_get, 0 },
-	{ "session.stop", id_params, sizeof(struct id_params), rpc_stop, UP_METHOD_MUTATES },
-	{ "session.attach", id_params, sizeof(struct id_params), rpc_attach, 0 },
-	{ "session.hold", id_params, sizeof(struct id_params), rpc_hold, 0 },
-	{ "session.extend", extend_params, sizeof(struct extend_params), rpc_extend, UP_METHOD_MUTATES },
-	{ "session.clean", up_clean_params, sizeof(struct up_clean_params), up_rpc_session_clean, UP_METHOD_MUTATES },
-	{ "session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs, 0 },
+	{ "session.start", start_params, sizeof(struct start_params), rpc_start_gated, UP_METHOD_MUTATES },
+	{ "session.list", list_params, sizeof(struct list_params), rpc_list_gated, 0 },
+	{ "session.get", id_params, sizeof(struct id_params), rpc_get_gated, 0 },
+	{ "session.stop", id_params, sizeof(struct id_params), rpc_stop_gated, UP_METHOD_MUTATES },
+	{ "session.attach", id_params, sizeof(struct id_params), rpc_attach_gated, 0 },
+	{ "session.hold", id_params, sizeof(struct id_params), rpc_hold_gated, 0 },
+	{ "session.extend", extend_params, sizeof(struct extend_params), rpc_extend_gated, UP_METHOD_MUTATES },
+	{ "session.clean", up_clean_params, sizeof(struct up_clean_params), up_rpc_session_clean_gated, UP_METHOD_MUTATES },
+	{ "session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated, 0 },
 	{ 0 },
 };
 

@@ -76,6 +76,8 @@ struct up_sessions {
 	struct up_http *http;    /* for registry checks */
 	json_t *clusters;        /* context name -> (struct up_cluster *) as an integer */
 	bool closing;            /* shutting down: no new work starts */
+	bool loaded;             /* the records are in; session.* requests before wait */
+	struct up_list deferred; /* such requests */
 	uv_timer_t *resync;      /* the slow periodic reconciliation */
 	struct up_list sessions; /* up_session::link */
 	char user[64], home[4096];

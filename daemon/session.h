@@ -61,6 +61,12 @@ json_t *up_sessions_counts(const struct up_sessions *all);
 /* Tells systemd how many sessions run (STATUS=). */
 void up_sessions_status(const struct up_sessions *all);
 
+/* session.* requests wait until the records are loaded (after a restart, a moment). */
+struct up_request;
+bool up_sessions_loaded(const struct up_sessions *all);
+int up_sessions_defer(struct up_sessions *all, struct up_request *req, void *params,
+		      int (*fn)(struct up_request *req, void *params, void *userdata), void *userdata) _wur_;
+
 /* The cluster for a context (NULL: the default), created on first use. */
 struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context);
 

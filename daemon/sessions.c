@@ -22,6 +22,7 @@
 #include "kube.h"
 #include "log.h"
 #include "manifests.h"
+#include "rpc.h"
 #include "session-private.h"
 #include "store.h"
 
@@ -141,6 +142,59 @@ struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *cont
 	return pc[0];
 }
 
+/* A session.* request that came before the records were loaded: answered once they are. */
+struct deferred {
+	struct up_list link; /* up_sessions::deferred */
+	struct up_request *req;
+	void *params;
+	up_method_fn fn;
+	void *userdata;
+};
+
+static void deferred_cancel(struct up_request *req, void *ud)
+{
+	struct deferred *d = ud;
+
+	(void)req;
+	up_list_remove(&d->link);
+	free(d);
+}
+
+int up_sessions_defer(struct up_sessions *all, struct up_request *req, void *params,
+		      up_method_fn fn, void *userdata)
+{
+	struct deferred *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	*d = (struct deferred){ .req = req, .params = params, .fn = fn, .userdata = userdata };
+	up_list_insert_tail(&all->deferred, &d->link);
+	up_request_set_cancel(req, deferred_cancel, d);
+	return 0;
+}
+
+bool up_sessions_loaded(const struct up_sessions *all)
+{
+	return all->loaded;
+}
+
+static void replay_deferred(struct up_sessions *all)
+{
+	struct up_list *pos, *tmp;
+
+	all->loaded = true;
+	up_list_for_each_safe(pos, tmp, &all->deferred) {
+		struct deferred *d = up_container_of(pos, struct deferred, link);
+		struct up_request *req = d->req;
+
+		up_list_remove(&d->link);
+		up_request_set_cancel(req, NULL, NULL);
+		if (d->fn(req, d->params, d->userdata) < 0)
+			up_request_error(req, UP_ERR_INTERNAL_ERROR, NULL);
+		free(d);
+	}
+}
+
 static void on_records(int r, const char *err, json_t *result, void *ud)
 {
 	struct up_sessions *all = ud;
@@ -151,6 +205,7 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 
 	if (r < 0) {
 		log_error("Cannot load the session records: %s", err);
+		replay_deferred(all);
 		return;
 	}
 	json_array_foreach(problems, i, p)
@@ -178,6 +233,7 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 		if (up_cluster_ready(pc[0]))
 			reconcile(all, pc[0]);
 	}
+	replay_deferred(all);
 }
 
 static void pruned(int r, const char *err, json_t *removed, void *ud)
@@ -236,6 +292,7 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	all->m = m;
 	all->loop = loop;
 	up_list_init(&all->sessions);
+	up_list_init(&all->deferred);
 	all->clusters = json_object();
 	(void)snprintf(all->user, sizeof(all->user), "%s", pw ? pw->pw_name : "user");
 	(void)snprintf(all->home, sizeof(all->home), "%s", getenv("HOME") ? getenv("HOME") : pw ? pw->pw_dir : "/");
@@ -265,8 +322,10 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 		(void)uv_timer_start(all->resync, on_resync, ms, ms);
 	}
 	r = up_store_load_async(loop, all->store, (int64_t)time(NULL), on_records, all);
-	if (r < 0)
+	if (r < 0) {
 		log_warning_errno(r, "Cannot load the session records, ignoring");
+		all->loaded = true;
+	}
 	prune(all);
 	*ret = all;
 	return 0;

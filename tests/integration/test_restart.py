@@ -159,3 +159,15 @@ def test_hundred_sessions_started_and_stopped_concurrently(env):
                          for p in (env.tmp / "state" / "uplink" / "sessions").glob("*.json")),
              timeout=60, what="every record to say GONE")
     assert len(recs) == N_SESSIONS
+
+
+def test_sessions_are_known_as_soon_as_the_daemon_answers(env):
+    ids = [env.run("claude", "--detach", "--registry", env.registry, check=0).stdout.strip() for _ in range(3)]
+    env.daemon.stop(signal.SIGKILL)
+    env.daemon.start()  # returns as soon as daemon.status answers
+    with Rpc(env.daemon.socket) as c:
+        # Not "no session": session.* calls wait for the records, which load off the loop.
+        # (A record may still say STARTING if the daemon died before its RUNNING save landed.)
+        for s in ids:
+            assert c.call("session.get", {"id": s})["id"] == s
+        assert len(c.call("session.list", {"all": True})["sessions"]) == 3

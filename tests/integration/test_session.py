@@ -287,7 +287,10 @@ def test_client_killed_before_running_tears_down(env, state):
     if state == "STARTING":
         env.fk.settings(ready_delay=30)
     p = start_in_background(env, env_add={"FAKE_DOCKER_SLEEP": "5"} if state == "BUILDING" else None)
-    wait_for(lambda: (only_session(env) or {}).get("state") == state, timeout=30, what=state)
+    try:
+        wait_for(lambda: (only_session(env) or {}).get("state") == state, timeout=30, what=state)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; session: {only_session(env)}; log: {env.daemon.logs()[-3000:]}") from e
     p.send_signal(signal.SIGKILL)
     p.communicate()
     wait_for(lambda: only_session(env)["state"] == "GONE", timeout=30, what="the teardown")
