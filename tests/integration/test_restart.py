@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from test_session import Env, Registry, obj, only_session, registry, start_in_background  # noqa: F401
+from test_session import Env, Registry, obj, only_session, registry, slow_builds, start_in_background  # noqa: F401
 from uplinktest import Rpc, uplink_bin, wait_for
 
 
@@ -37,7 +37,9 @@ def ours(env):
 def test_daemon_killed_mid_start_fails_and_cleans_up(env, state):
     if state == "STARTING":
         env.fk.settings(ready_delay=60)
-    p = start_in_background(env, env_add={"FAKE_DOCKER_SLEEP": "30"} if state == "BUILDING" else None)
+    else:
+        slow_builds(env, 30)
+    p = start_in_background(env)
     wait_for(lambda: (only_session(env) or {}).get("state") == state, timeout=30, what=state)
     sid = only_session(env)["id"]
     restart(env)

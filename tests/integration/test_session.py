@@ -276,6 +276,14 @@ def start_in_background(env, *extra, env_add=None):
                             cwd=env.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def slow_builds(env, seconds):
+    """docker runs as the daemon's child: the stand-in's delay goes into the daemon's environment."""
+    env.daemon.stop()
+    env.daemon.env["FAKE_DOCKER_SLEEP"] = str(seconds)
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+
+
 def only_session(env):
     with Rpc(env.daemon.socket) as c:
         ss = c.call("session.list", {"all": True})["sessions"]
@@ -286,7 +294,9 @@ def only_session(env):
 def test_client_killed_before_running_tears_down(env, state):
     if state == "STARTING":
         env.fk.settings(ready_delay=30)
-    p = start_in_background(env, env_add={"FAKE_DOCKER_SLEEP": "5"} if state == "BUILDING" else None)
+    else:
+        slow_builds(env, 5)
+    p = start_in_background(env)
     try:
         wait_for(lambda: (only_session(env) or {}).get("state") == state, timeout=30, what=state)
     except AssertionError as e:
