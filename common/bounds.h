@@ -162,6 +162,8 @@
 #define UP_DOCTOR_EXEC_TIMEOUT_MS 5000
 #define UP_DOCTOR_DBUS_TIMEOUT_MS 3000
 #define UP_DOCTOR_OUTPUT_MAX 4096
+/* How long `git config --global --get` may take when a session reads the host's identity. */
+#define UP_GIT_CONFIG_TIMEOUT_MS 5000
 /* debug.block (UPLINK_DEBUG_RPC=1 only): the longest it blocks the loop (ms). */
 #define UP_DEBUG_BLOCK_MAX_MS 60000
 

@@ -28,6 +28,7 @@
 #include "kubeconfig.h"
 #include "manager.h"
 #include "notify.h"
+#include "proc.h"
 #include "protocol.h"
 #include "rpc.h"
 #include "yaml-json.h"
@@ -111,58 +112,6 @@ static void check_tools(struct local *l)
 		    "docker is not on PATH (%s); agent images are built with it", getenv("PATH") ? getenv("PATH") : "unset");
 }
 
-/* Runs argv with stdout and stderr in `out`, for at most timeout_ms. */
-static int run_capture(char *const argv[], int timeout_ms, char *out, size_t len, int *status)
-{
-	posix_spawn_file_actions_t fa;
-	struct timespec t0, t;
-	size_t used = 0;
-	int p[2], r, waited = 0;
-	pid_t pid;
-
-	out[0] = '\0';
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	(void)posix_spawn_file_actions_init(&fa);
-	(void)posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	(void)posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	(void)posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	(void)posix_spawn_file_actions_destroy(&fa);
-	(void)close(p[1]);
-	if (r != 0) {
-		(void)close(p[0]);
-		return -r;
-	}
-	(void)clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		char buf[512];
-		ssize_t n;
-
-		(void)clock_gettime(CLOCK_MONOTONIC, &t);
-		waited = (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
-		if (waited >= timeout_ms || poll(&pfd, 1, timeout_ms - waited) == 0) {
-			waited = timeout_ms;
-			break;
-		}
-		n = read(p[0], buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		for (ssize_t i = 0; i < n && used + 1 < len; i++)
-			out[used++] = buf[i];
-		out[used] = '\0';
-	}
-	(void)close(p[0]);
-	if (waited >= timeout_ms)
-		(void)kill(pid, SIGKILL);
-	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-		;
-	return waited >= timeout_ms ? -ETIMEDOUT : 0;
-}
-
 static void check_docker_daemon(struct local *l)
 {
 	char fmt[] = "{{.Server.Version}}", docker[] = "docker", version[] = "version", f[] = "--format";
@@ -183,7 +132,7 @@ static void check_docker_daemon(struct local *l)
 		(void)snprintf(fix, sizeof(fix), "start the Docker daemon (sudo systemctl enable --now "
 						 "docker) and let your user use it (sudo usermod -aG "
 						 "docker $USER, then log in again)");
-	r = run_capture(argv, UP_DOCTOR_EXEC_TIMEOUT_MS, out, sizeof(out), &status);
+	r = up_run_capture(argv, UP_DOCTOR_EXEC_TIMEOUT_MS, true, out, sizeof(out), &status);
 	/* The first line that says something: with --format, docker prints an empty one first. */
 	line += strspn(line, " \t\r\n");
 	line[strcspn(line, "\r\n")] = '\0';

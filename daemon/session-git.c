@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "bounds.h"
 #include "log.h"
+#include "proc.h"
 #include "session-git.h"
 
 bool session_git_host_ok(const char *host)
@@ -23,24 +25,19 @@ bool session_git_host_ok(const char *host)
 }
 
 /* `git config --global --get <key>` on the host: 0 and the value ("" when unset), or -ENOENT
- * when git is not there. */
+ * when git is not there. An argv, no shell; killed after UP_GIT_CONFIG_TIMEOUT_MS. */
 static int git_get(const char *key, char *out, size_t len)
 {
-	char cmd[128];
-	FILE *p;
-	int status;
-	size_t n;
+	char git[] = "git", config[] = "config", global[] = "--global", get[] = "--get", k[64];
+	char *argv[] = { git, config, global, get, k, NULL };
+	int status = 0, r;
 
-	out[0] = '\0';
-	(void)snprintf(cmd, sizeof(cmd), "git config --global --get %s 2>/dev/null", key);
-	p = popen(cmd, "r");
-	if (!p)
-		return -errno;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+	(void)snprintf(k, sizeof(k), "%s", key);
+	r = up_run_capture(argv, UP_GIT_CONFIG_TIMEOUT_MS, false, out, len, &status);
+	if (r == -ENOENT)
 		return -ENOENT;
+	if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) /* 1: not set */
+		out[0] = '\0';
 	out[strcspn(out, "\n")] = '\0';
 	for (char *c = out; *c; c++)
 		if (iscntrl((unsigned char)*c)) /* cannot be written as one value: leave it out */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Short host commands for threadpool jobs (daemon/proc.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+extern char **environ;
+
+int up_run_capture(char *const argv[], int timeout_ms, bool with_stderr, char *out, size_t len,
+		   int *status)
+{
+	posix_spawn_file_actions_t fa;
+	struct timespec t0, t;
+	size_t used = 0;
+	int p[2], r, waited = 0;
+	pid_t pid;
+
+	out[0] = '\0';
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	(void)posix_spawn_file_actions_init(&fa);
+	(void)posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	(void)posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	if (with_stderr)
+		(void)posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	else
+		(void)posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	(void)posix_spawn_file_actions_destroy(&fa);
+	(void)close(p[1]);
+	if (r != 0) {
+		(void)close(p[0]);
+		return -r;
+	}
+	(void)clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		char buf[512];
+		ssize_t n;
+
+		(void)clock_gettime(CLOCK_MONOTONIC, &t);
+		waited = (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (waited >= timeout_ms || poll(&pfd, 1, timeout_ms - waited) == 0) {
+			waited = timeout_ms;
+			break;
+		}
+		n = read(p[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n && used + 1 < len; i++)
+			out[used++] = buf[i];
+		out[used] = '\0';
+	}
+	(void)close(p[0]);
+	if (waited >= timeout_ms)
+		(void)kill(pid, SIGKILL);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+	return waited >= timeout_ms ? -ETIMEDOUT : 0;
+}
