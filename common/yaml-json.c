@@ -36,16 +36,46 @@ static bool is_int(const char *s)
 	return *end == '\0' && errno == 0 && strspn(s, "+-0123456789xabcdefABCDEFo") == strlen(s);
 }
 
+static bool plain_null(const char *s)
+{
+	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+}
+
+static int plain_bool(const char *s)
+{
+	if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
+		return 1;
+	if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
+		return 0;
+	return -1;
+}
+
+static bool plain(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+bool up_yaml_node_is_null(const yaml_node_t *n)
+{
+	return !n || (plain(n) && plain_null((const char *)n->data.scalar.value));
+}
+
+int up_yaml_node_boolean(const yaml_node_t *n)
+{
+	if (!n || !plain(n) || strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
+		return -1;
+	return plain_bool((const char *)n->data.scalar.value);
+}
+
 static json_t *plain_scalar(const char *s)
 {
 	char *end;
+	int b;
 
-	if (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL"))
+	if (plain_null(s))
 		return json_null();
-	if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
-		return json_true();
-	if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
-		return json_false();
+	if ((b = plain_bool(s)) >= 0)
+		return json_boolean(b);
 	if (is_int(s)) {
 		if (s[0] == '0' && s[1] == 'o')
 			return json_integer(strtoll(s + 2, NULL, 8));

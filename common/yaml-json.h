@@ -2,7 +2,9 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <yaml.h>
 
 #include "util.h"
 
@@ -20,3 +22,12 @@ int up_yaml_load(const char *text, size_t len, json_t **ret, char *err, size_t e
  * as another type are quoted. Returns a NUL-terminated string the caller frees, or NULL.
  */
 char *up_yaml_dump(const json_t *v);
+
+/*
+ * How a plain scalar resolves under the core schema, for the readers that walk libyaml's
+ * document API themselves (config files, rules): null is "", "~", "null", "Null" or
+ * "NULL"; a quoted scalar is never null nor a boolean. A NULL node counts as null.
+ */
+bool up_yaml_node_is_null(const yaml_node_t *n);
+/* 1 true, 0 false, -1 not a boolean (quoted, another word, or holding a NUL byte). */
+int up_yaml_node_boolean(const yaml_node_t *n);

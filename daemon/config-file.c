@@ -138,40 +138,10 @@ static json_t *origin(const struct pctx *p, const yaml_node_t *n)
 	return json_sprintf("%s:%zu", p->path, n->start_mark.line + 1);
 }
 
-static bool is_null(const yaml_node_t *n)
-{
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
-
-	if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return !n;
-	for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
-		if (streq((const char *)n->data.scalar.value, nulls[i]))
-			return true;
-	return false;
-}
-
-/* 1 true, 0 false, -1 not a YAML boolean (a quoted "true" is a string). */
-static int boolean(const yaml_node_t *n)
-{
-	static const char *const t[] = { "true", "True", "TRUE" }, *const f[] = { "false", "False", "FALSE" };
-	const char *s;
-
-	if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return -1;
-	s = (const char *)n->data.scalar.value;
-	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
-		if (streq(s, t[i]))
-			return 1;
-		if (streq(s, f[i]))
-			return 0;
-	}
-	return -1;
-}
-
 /* How a value reads in a message: a short excerpt of a scalar, or its kind. */
 static const char *shape(const yaml_node_t *n, char *buf, size_t len)
 {
-	if (!n || is_null(n))
+	if (!n || up_yaml_node_is_null(n))
 		return "null";
 	if (n->type == YAML_MAPPING_NODE)
 		return "a mapping";
@@ -186,7 +156,7 @@ static const char *shape(const yaml_node_t *n, char *buf, size_t len)
 /* The text of a string-like scalar (not null, not a boolean, no NUL byte), or NULL. */
 static const char *str(const yaml_node_t *n)
 {
-	if (!n || n->type != YAML_SCALAR_NODE || is_null(n) || boolean(n) >= 0)
+	if (!n || n->type != YAML_SCALAR_NODE || up_yaml_node_is_null(n) || up_yaml_node_boolean(n) >= 0)
 		return NULL;
 	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
 		return NULL;
@@ -230,7 +200,7 @@ static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *
 
 static void read_bool(struct pctx *p, const struct key *k, const yaml_node_t *kn, const yaml_node_t *v)
 {
-	int b = boolean(v);
+	int b = up_yaml_node_boolean(v);
 	char buf[64];
 
 	if (b < 0) {
@@ -370,7 +340,7 @@ static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_
 		read_inline_rule(p, v);
 		return;
 	}
-	if (!s && v->type == YAML_SCALAR_NODE && !is_null(v) && k->kind == K_ARGS)
+	if (!s && v->type == YAML_SCALAR_NODE && !up_yaml_node_is_null(v) && k->kind == K_ARGS)
 		s = (const char *)v->data.scalar.value; /* args: true stays the word "true" */
 	if (!s) {
 		problem(p, v, k->kind == K_RULES ? "'%s' items are rules files (paths) or inline rules "
@@ -388,7 +358,7 @@ static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_
 
 static void read_list(struct pctx *p, const struct key *k, const yaml_node_t *v)
 {
-	if (is_null(v))
+	if (up_yaml_node_is_null(v))
 		return;
 	if (v->type != YAML_SEQUENCE_NODE) {
 		read_list_item(p, k, v); /* a scalar counts as a one-item list */
@@ -410,7 +380,7 @@ static void unknown_key(struct pctx *p, const yaml_node_t *kn, const char *name)
 
 static void read_top(struct pctx *p, yaml_node_t *root)
 {
-	if (!root || is_null(root))
+	if (!root || up_yaml_node_is_null(root))
 		return; /* an empty file sets nothing */
 	if (root->type != YAML_MAPPING_NODE) {
 		problem(p, root, "expected a YAML mapping at the top level (key: value lines)");

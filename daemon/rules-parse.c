@@ -16,6 +16,7 @@
 #include "bounds.h"
 #include "placeholders.h"
 #include "rules-private.h"
+#include "yaml-json.h"
 
 struct problem {
 	size_t line, col, seq;
@@ -86,41 +87,14 @@ static yaml_node_t *node(struct pctx *c, int id)
 	return yaml_document_get_node(c->doc, id);
 }
 
-static bool is_null(const yaml_node_t *n)
-{
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
-
-	if (!n || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return !n;
-	for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
-		if (streq((const char *)n->data.scalar.value, nulls[i]))
-			return true;
-	return false;
-}
-
 /* The text of a string scalar, or NULL (not a scalar, null, or holding a NUL byte). */
 static const char *str(const yaml_node_t *n)
 {
-	if (!n || n->type != YAML_SCALAR_NODE || is_null(n))
+	if (!n || n->type != YAML_SCALAR_NODE || up_yaml_node_is_null(n))
 		return NULL;
 	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
 		return NULL;
 	return (const char *)n->data.scalar.value;
-}
-
-/* 1 true, 0 false, -1 not a boolean. */
-static int boolean(const yaml_node_t *n)
-{
-	static const char *const t[] = { "true", "True", "TRUE" }, *const f[] = { "false", "False", "FALSE" };
-	const char *s = n && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? str(n) : NULL;
-
-	for (size_t i = 0; s && i < ELEMENTSOF(t); i++) {
-		if (streq(s, t[i]))
-			return 1;
-		if (streq(s, f[i]))
-			return 0;
-	}
-	return -1;
 }
 
 static bool too_many(struct pctx *c, yaml_node_t *n, size_t count, const char *what)
@@ -260,7 +234,7 @@ static int key_paths(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *
 static int key_methods(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
 	b->methods = k;
-	if (is_null(v))
+	if (up_yaml_node_is_null(v))
 		return 0;
 	if (v->type != YAML_SEQUENCE_NODE) {
 		problem(c, v, "'methods' must be a list of strings, e.g. methods: [GET, POST]");
@@ -322,7 +296,7 @@ static int read_headers(struct pctx *c, struct rb *b, yaml_node_t *v)
 	yaml_node_pair_t *p;
 	int r;
 
-	if (is_null(v))
+	if (up_yaml_node_is_null(v))
 		return 0;
 	if (v->type != YAML_MAPPING_NODE) {
 		problem(c, v, "'inject.headers' must be a mapping of header names to strings");
@@ -346,7 +320,7 @@ static int key_inject(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t 
 	int r;
 
 	b->inject = k;
-	if (is_null(v))
+	if (up_yaml_node_is_null(v))
 		return 0;
 	if (v->type != YAML_MAPPING_NODE) {
 		problem(c, v, "'inject' must be a mapping with a 'headers' mapping");
@@ -371,7 +345,7 @@ static int key_inject(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t 
 
 static int key_l4(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
-	int t = boolean(v);
+	int t = up_yaml_node_boolean(v);
 
 	if (t < 0)
 		problem(c, v, "'l4_forward' must be true or false");
@@ -549,7 +523,7 @@ static int read_rules(struct pctx *c, yaml_node_t *v)
 	size_t n, i = 0;
 	int r;
 
-	if (is_null(v))
+	if (up_yaml_node_is_null(v))
 		return 0;
 	if (v->type != YAML_SEQUENCE_NODE) {
 		problem(c, v, "'rules' must be a list of rules (each item starting with '- ')");
@@ -572,7 +546,7 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 {
 	int r;
 
-	if (!root || is_null(root))
+	if (!root || up_yaml_node_is_null(root))
 		return 0; /* an empty file has no rules */
 	if (root->type != YAML_MAPPING_NODE) {
 		problem(c, root, "expected a YAML mapping at the top level, with a 'rules' list");
@@ -589,7 +563,7 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 			if (r < 0)
 				return r;
 		} else if (name && streq(name, "replace_defaults")) {
-			int t = boolean(v);
+			int t = up_yaml_node_boolean(v);
 			if (t < 0)
 				problem(c, v, "'replace_defaults' must be true or false");
 			c->replace_defaults = t == 1;
