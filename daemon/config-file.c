@@ -30,6 +30,9 @@ enum kind {
 	K_MODE_FLAG, /* anthropic: true / bedrock: true */
 	K_RULES,
 	K_ARGS,
+	K_PATH,  /* one host path: "~/x" under home, "x" next to the file */
+	K_WORDS, /* a list of strings; adds to the flag's */
+	K_PATHS, /* a list of host paths; adds to the flag's */
 };
 
 struct key {
@@ -62,6 +65,16 @@ static const struct key keys[] = {
 	{ "notifications", "notifications", K_BOOL, F(notifications), NULL },
 	{ "args", "args", K_ARGS, F(args), NULL },
 	{ "claude_args", "args", K_ARGS, F(args), NULL },
+	{ "add_dir", "add_dir", K_PATHS, 0, NULL },
+	{ "mount_rw", "mount_rw", K_PATHS, 0, NULL },
+	{ "mount_ro", "mount_ro", K_PATHS, 0, NULL },
+	{ "ssh_cidr", "ssh_cidr", K_WORDS, 0, NULL },
+	{ "ssh_key_dir", "ssh_key_dir", K_PATH, F(ssh_key_dir), NULL },
+	{ "git_https_rewrite", "git_https_rewrite", K_WORDS, 0, NULL },
+	{ "no_git_identity", "no_git_identity", K_BOOL, F(no_git_identity), NULL },
+	{ "mitm_ca_cert", "mitm_ca_cert", K_PATHS, 0, NULL },
+	{ "mitm_insecure", "mitm_insecure", K_BOOL, F(mitm_insecure), NULL },
+	{ "mitm_debug", "mitm_debug", K_BOOL, F(mitm_debug), NULL },
 };
 #undef F
 
@@ -69,8 +82,15 @@ static const struct key keys[] = {
 static const char *const shown[] = {
 	"mode", "rules", "no_default_rules", "allow_exec", "deploy_context", "agent_runtime_class",
 	"mitm_runtime_class", "mitmproxy_image", "registry_image", "image", "registry", "ttl",
-	"idle_timeout", "allow_dns", "notifications", "args",
+	"idle_timeout", "allow_dns", "notifications", "args", "add_dir", "mount_rw", "mount_ro",
+	"ssh_cidr", "ssh_key_dir", "git_https_rewrite", "no_git_identity", "mitm_ca_cert",
+	"mitm_insecure", "mitm_debug",
 };
+
+static bool adds_up(const struct key *k)
+{
+	return k->kind == K_WORDS || k->kind == K_PATHS;
+}
 
 static const struct key *key_find_canon(const char *canon)
 {
@@ -89,13 +109,16 @@ int up_config_init_defaults(struct up_config *c)
 	c->args = json_array();
 	c->origins = json_object();
 	c->files = json_array();
-	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files ? 0 : -ENOMEM;
+	c->lists = json_object();
+	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files && c->lists
+		       ? 0
+		       : -ENOMEM;
 }
 
 void up_config_done(struct up_config *c)
 {
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-		if (keys[i].kind == K_STRING || keys[i].kind == K_DURATION) {
+		if (keys[i].kind == K_STRING || keys[i].kind == K_DURATION || keys[i].kind == K_PATH) {
 			char **s = (char **)(void *)((char *)c + keys[i].offset);
 			free(*s);
 			*s = NULL;
@@ -104,7 +127,8 @@ void up_config_done(struct up_config *c)
 	json_decref(c->args);
 	json_decref(c->origins);
 	json_decref(c->files);
-	c->rules = c->args = c->origins = c->files = NULL;
+	json_decref(c->lists);
+	c->rules = c->args = c->origins = c->files = c->lists = NULL;
 }
 
 /* ---- one file ---- */
@@ -175,6 +199,8 @@ static void set_origin(struct pctx *p, const char *canon, const yaml_node_t *n)
 		p->oom = true;
 }
 
+static char *expand_path(const struct pctx *p, const char *s);
+
 static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *kn, const yaml_node_t *v)
 {
 	char **field = (char **)(void *)((char *)p->c + k->offset), buf[64], err[256];
@@ -192,7 +218,7 @@ static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *
 	if (taken(p, k->canon))
 		return;
 	free(*field);
-	*field = strdup(s);
+	*field = k->kind == K_PATH ? expand_path(p, s) : strdup(s);
 	if (!*field)
 		p->oom = true;
 	set_origin(p, k->canon, kn);
@@ -331,6 +357,16 @@ static char *expand_path(const struct pctx *p, const char *s)
 	return strdup(buf);
 }
 
+/* The items so far of a list that adds up (K_WORDS, K_PATHS), or NULL. */
+static json_t *list_of(struct pctx *p, const char *canon)
+{
+	json_t *l = json_object_get(p->c->lists, canon);
+
+	if (!l && json_object_set_new(p->c->lists, canon, l = json_array()) < 0)
+		l = NULL;
+	return l;
+}
+
 static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_t *v)
 {
 	char buf[64];
@@ -348,12 +384,14 @@ static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_
 			k->name, shape(v, buf, sizeof(buf)));
 		return;
 	}
-	if (k->kind == K_RULES) {
+	if (k->kind == K_RULES || k->kind == K_PATHS) {
 		char *path = expand_path(p, s);
-		list_add(p, "rules", p->c->rules, path ? json_string(path) : NULL, v);
+		list_add(p, k->canon, k->kind == K_RULES ? p->c->rules : list_of(p, k->canon),
+			 path ? json_string(path) : NULL, v);
 		free(path);
-	} else
-		list_add(p, "args", p->c->args, json_string(s), v);
+	} else {
+		list_add(p, k->canon, k->kind == K_ARGS ? p->c->args : list_of(p, k->canon), json_string(s), v);
+	}
 }
 
 static void read_list(struct pctx *p, const struct key *k, const yaml_node_t *v)
@@ -414,6 +452,7 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 		switch (k->kind) {
 		case K_STRING:
 		case K_DURATION:
+		case K_PATH:
 			read_string(p, k, kn, v);
 			break;
 		case K_BOOL:
@@ -422,6 +461,8 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 			break;
 		case K_RULES:
 		case K_ARGS:
+		case K_WORDS:
+		case K_PATHS:
 			read_list(p, k, v);
 			break;
 		}
@@ -554,6 +595,7 @@ static json_t *value_of(const struct up_config *c, const struct key *k)
 	switch (k->kind) {
 	case K_STRING:
 	case K_DURATION:
+	case K_PATH:
 		return *(char *const *)f ? json_string(*(char *const *)f) : json_null();
 	case K_BOOL:
 	case K_MODE_FLAG:
@@ -567,8 +609,38 @@ static json_t *value_of(const struct up_config *c, const struct key *k)
 	}
 	case K_ARGS:
 		return json_deep_copy(c->args);
+	case K_WORDS:
+	case K_PATHS: {
+		json_t *l = json_object_get(c->lists, k->canon);
+		return l ? json_deep_copy(l) : json_array();
+	}
 	}
 	return json_null();
+}
+
+/* A list that adds up: the flag's items, then the files' (nearest first). */
+static json_t *joined(const struct up_config *c, const struct key *k, const json_t *flag)
+{
+	json_t *out = json_is_array(flag) ? json_deep_copy(flag) : json_array();
+
+	if (out && json_array_extend(out, json_object_get(c->lists, k->canon)) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Where each item of such a list came from: "flag" or FILE:LINE. */
+static json_t *joined_sources(const struct up_config *c, const struct key *k, const json_t *flag)
+{
+	json_t *out = json_array();
+
+	for (size_t i = 0; out && i < json_array_size(flag); i++)
+		if (json_array_append_new(out, json_string("flag")) < 0)
+			json_decref(out), out = NULL;
+	if (out && json_array_extend(out, json_object_get(c->origins, k->canon)) < 0)
+		json_decref(out), out = NULL;
+	return out;
 }
 
 json_t *up_config_show(const struct up_config *c, const json_t *flags)
@@ -579,7 +651,10 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 		const struct key *k = key_find_canon(shown[i]);
 		json_t *src = json_object_get(c->origins, shown[i]), *flag = json_object_get(flags, shown[i]);
 
-		if (flag && !json_is_null(flag) && !json_is_false(flag) && k->kind != K_RULES)
+		if (adds_up(k) && (src || json_array_size(flag) > 0))
+			o = json_pack("{s:o, s:o}", "value", joined(c, k, flag), "source", joined_sources(c, k, flag));
+		else if (flag && !json_is_null(flag) && !json_is_false(flag) && k->kind != K_RULES &&
+			 !(json_is_array(flag) && json_array_size(flag) == 0))
 			o = json_pack("{s:O, s:s}", "value", flag, "source", "flag");
 		else if (src)
 			o = json_pack("{s:o, s:O}", "value", value_of(c, k), "source", src);
@@ -593,17 +668,30 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 	return json_pack("{s:O, s:o}", "files", c->files, "values", values);
 }
 
-int up_config_apply(const struct up_config *c, json_t *params)
+int up_config_apply(const struct up_config *c, json_t *params, json_t *from_files)
 {
 	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
 		const struct key *k = key_find_canon(shown[i]);
-		json_t *have = json_object_get(params, k->canon);
+		json_t *have = json_object_get(params, k->canon), *src = json_object_get(c->origins, k->canon);
 
-		if (k->kind == K_RULES || streq(k->canon, "notifications") || !json_object_get(c->origins, k->canon))
+		if (k->kind == K_RULES || !src)
 			continue;
+		if (streq(k->canon, "notifications")) {
+			/* No flag: the files alone can turn a session's notifications off. */
+			if (!c->notifications && json_object_set_new(params, "no_notifications", json_true()) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (adds_up(k)) {
+			if (json_object_set_new(params, k->canon, joined(c, k, have)) < 0)
+				return -ENOMEM;
+			continue;
+		}
 		if (k->kind == K_ARGS ? json_array_size(have) > 0 : have && !json_is_null(have) && !json_is_false(have))
 			continue; /* a flag beats the files */
 		if (json_object_set_new(params, k->canon, value_of(c, k)) < 0)
+			return -ENOMEM;
+		if (from_files && json_is_string(src) && json_object_set(from_files, k->canon, src) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -749,15 +837,18 @@ struct then {
 static void then_loaded(struct up_request *req, struct up_config *c, void *ud)
 {
 	struct then *t = ud;
+	json_t *from = json_object();
 	char why[1024];
-	int r = up_config_apply(c, req->params);
+	int r = from ? up_config_apply(c, req->params, from) : -ENOMEM;
 
 	if (r >= 0 && up_params_dispatch(t->table, req->params, req->pstruct, why, sizeof(why)) < 0) {
 		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "from the config files: %s", why);
+		json_decref(from);
 		return;
 	}
 	if (r >= 0)
-		r = t->cont(req, req->pstruct, t->userdata, c->rules);
+		r = t->cont(req, req->pstruct, t->userdata, c->rules, from);
+	json_decref(from);
 	if (r < 0)
 		up_request_error(req, UP_ERR_INTERNAL_ERROR, "internal error in uplinkd; see its log");
 }

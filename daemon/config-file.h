@@ -28,13 +28,16 @@ struct up_ruleset;
 struct up_config {
 	char *mode, *deploy_context, *agent_runtime_class, *mitm_runtime_class, *mitmproxy_image;
 	char *registry_image, *image, *registry, *ttl, *idle_timeout;
+	char *ssh_key_dir;
 	bool no_default_rules, allow_exec, allow_dns, notifications;
+	bool no_git_identity, mitm_insecure, mitm_debug;
 	/*
 	 * The rules items, nearest file first: absolute paths (strings) and inline rules
 	 * ({"file", "source": "FILE:LINE", "text": a rules document, "rule": the rule as JSON}).
 	 */
 	json_t *rules;
 	json_t *args;    /* passthrough arguments (claude_args) */
+	json_t *lists;   /* canonical key -> array: the lists that add up to the flag's (add_dir...) */
 	json_t *origins; /* canonical key -> "FILE:LINE" (lists: an array, one per item) */
 	json_t *files;   /* the files read, nearest first */
 };
@@ -63,9 +66,12 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags);
 
 /*
  * Fills session.start params from the files: a key the request lacks (or sends as null
- * or false) takes the file's value. Rules are not touched (see up_config_rules()).
+ * or false) takes the file's value; lists such as add_dir add the files' items after the
+ * flag's; `notifications: false` becomes "no_notifications": true. Rules are not touched
+ * (see up_config_add_rules()). `from_files` (may be NULL) gets canonical key -> "FILE:LINE"
+ * for each scalar a file supplied, so later checks can name the line instead of a flag.
  */
-int up_config_apply(const struct up_config *c, json_t *params) _wur_;
+int up_config_apply(const struct up_config *c, json_t *params, json_t *from_files) _wur_;
 
 /*
  * Loads one item of a session's rules list into the user layer: a path (a rules file)
@@ -81,7 +87,7 @@ int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t 
  * problem instead.
  */
 typedef int (*up_config_cont_fn)(struct up_request *req, void *params, void *userdata,
-				 const json_t *config_rules);
+				 const json_t *config_rules, const json_t *from_files);
 /* config.show's reading: off the loop; broken files answer the request; `done` gets the rest. */
 int up_config_show_for(uv_loop_t *loop, struct up_request *req, const char *home, const char *cwd,
 		       void (*done)(struct up_request *req, struct up_config *c, void *ud)) _wur_;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The session.* methods. Every check of the request happens here, before any slow step. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ struct start_params {
 	json_t *add_dir, *mount_rw, *mount_ro, *ssh_cidr, *git_https_rewrite, *mitm_ca_cert;
 	const char *ssh_key_dir;
 	bool no_git_identity, mitm_insecure, mitm_debug;
+	bool no_notifications; /* config files: notifications: false */
 };
 
 #define S(name, field) { name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
@@ -49,7 +51,7 @@ static const struct up_param start_params[] = {
 	L("ssh_cidr", ssh_cidr), L("git_https_rewrite", git_https_rewrite),
 	L("mitm_ca_cert", mitm_ca_cert), S("ssh_key_dir", ssh_key_dir),
 	B("no_git_identity", no_git_identity), B("mitm_insecure", mitm_insecure),
-	B("mitm_debug", mitm_debug),
+	B("mitm_debug", mitm_debug), B("no_notifications", no_notifications),
 	{ 0 },
 };
 #undef S
@@ -116,10 +118,23 @@ static int check_paths(const struct start_params *p, char *why, size_t len)
 	return 0;
 }
 
-/* 0, or -EINVAL with a sentence naming the flag and the value. */
-static int check_start(const struct start_params *p, const struct up_sessions *all,
+/* How a message names a value: its flag, or FILE:LINE and key when a config file gave it. */
+static const char *named(const json_t *from_files, const char *canon, const char *flag, char *buf,
+			 size_t len)
+{
+	const char *at = json_string_value(json_object_get(from_files, canon));
+
+	if (!at)
+		return flag;
+	(void)snprintf(buf, len, "%s: %s", at, canon);
+	return buf;
+}
+
+/* 0, or -EINVAL with a sentence naming the flag (or config line) and the value. */
+static int check_start(const struct start_params *p, const struct up_sessions *all, const json_t *from,
 		       struct up_session_opts *o, char *why, size_t len)
 {
+	char at[PATH_MAX + 64];
 	const struct up_agent_impl *a = up_agent_find(p->agent);
 	char known[256], err[256];
 	size_t i;
@@ -131,8 +146,10 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 		return snprintf(why, len, "unknown agent '%s'; known: %s", p->agent, known), -EINVAL;
 	}
 	if (p->mode && *p->mode && !up_agent_find_mode(a, p->mode)) {
+		const char *src = named(from, "mode", NULL, at, sizeof(at));
 		(void)up_agent_describe_all(known, sizeof(known));
-		return snprintf(why, len, "agent %s has no mode '%s'; known: %s", p->agent, p->mode, known), -EINVAL;
+		return snprintf(why, len, "%s%sagent %s has no mode '%s'; known: %s", src ? src : "",
+				src ? ": " : "", p->agent, p->mode, known), -EINVAL;
 	}
 	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./"))
 		return snprintf(why, len, "the working folder '%s' must be an absolute, normalised path", p->cwd), -EINVAL;
@@ -150,23 +167,36 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 				"is not built); reach git over HTTPS with a rule that injects the token "
 				"(examples/rules/git.yaml)", p->ssh_key_dir), -EINVAL;
 	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
-		return snprintf(why, len, "--agent-runtime-class: '%s' is not a valid RuntimeClass name",
+		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
+				named(from, "agent_runtime_class", "--agent-runtime-class", at, sizeof(at)),
 				p->agent_runtime_class), -EINVAL;
 	if (p->mitm_runtime_class && *p->mitm_runtime_class && !dns_name(p->mitm_runtime_class))
-		return snprintf(why, len, "--mitm-runtime-class: '%s' is not a valid RuntimeClass name",
+		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
+				named(from, "mitm_runtime_class", "--mitm-runtime-class", at, sizeof(at)),
 				p->mitm_runtime_class), -EINVAL;
-	if ((p->image && !image_ref(p->image)) || (p->mitmproxy_image && !image_ref(p->mitmproxy_image)) ||
-	    (p->registry_image && !image_ref(p->registry_image)) || (p->registry && !image_ref(p->registry)))
-		return snprintf(why, len, "--image, --mitmproxy-image, --registry-image and --registry take "
-				"an image reference or host:port without spaces or quotes"), -EINVAL;
+	const struct {
+		const char *canon, *flag, *value;
+	} refs[] = {
+		{ "image", "--image", p->image },
+		{ "mitmproxy_image", "--mitmproxy-image", p->mitmproxy_image },
+		{ "registry_image", "--registry-image", p->registry_image },
+		{ "registry", "--registry", p->registry },
+	};
+	for (i = 0; i < ELEMENTSOF(refs); i++)
+		if (refs[i].value && !image_ref(refs[i].value))
+			return snprintf(why, len, "%s: '%.200s' is not an image reference (or host:port): "
+					"no spaces, quotes or backslashes", named(from, refs[i].canon,
+					refs[i].flag, at, sizeof(at)), refs[i].value), -EINVAL;
 	o->ttl_s = UP_SESSION_DEFAULT_TTL_S;
 	o->idle_s = UP_SESSION_DEFAULT_IDLE_S;
 	if (p->ttl && up_duration_parse(p->ttl, &o->ttl_s, err, sizeof(err)) < 0)
-		return snprintf(why, len, "--ttl: %s", err), -EINVAL;
+		return snprintf(why, len, "%s: %s", named(from, "ttl", "--ttl", at, sizeof(at)), err), -EINVAL;
 	if (p->ttl && o->ttl_s < 60)
-		return snprintf(why, len, "--ttl: %s is too short; give at least 1m", p->ttl), -EINVAL;
+		return snprintf(why, len, "%s: %s is too short; give at least 1m",
+				named(from, "ttl", "--ttl", at, sizeof(at)), p->ttl), -EINVAL;
 	if (p->idle_timeout && up_duration_parse(p->idle_timeout, &o->idle_s, err, sizeof(err)) < 0)
-		return snprintf(why, len, "--idle-timeout: %s", err), -EINVAL;
+		return snprintf(why, len, "%s: %s", named(from, "idle_timeout", "--idle-timeout", at, sizeof(at)),
+				err), -EINVAL;
 	/* Tests: UPLINK_DEBUG_TIME_DIVISOR=60 makes minutes seconds. */
 	const char *div = getenv("UPLINK_DEBUG_TIME_DIVISOR");
 	long d = div ? strtol(div, NULL, 10) : 1;
@@ -260,6 +290,7 @@ static int fill_opts(const struct start_params *p, const struct up_sessions *all
 	o->dry_run = p->dry_run;
 	o->show_secrets = p->show_secrets;
 	o->debug = p->debug;
+	o->quiet = p->no_notifications;
 	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? fill_extra(p, o) : -ENOMEM;
 }
 
@@ -268,7 +299,8 @@ static struct up_sessions *sessions_of(void *userdata)
 	return up_manager_sessions(userdata);
 }
 
-static int start_checked(struct up_request *req, void *params, void *userdata, const json_t *config_rules)
+static int start_checked(struct up_request *req, void *params, void *userdata, const json_t *config_rules,
+			 const json_t *from_files)
 {
 	struct up_sessions *all = sessions_of(userdata);
 	struct start_params *p = params;
@@ -282,7 +314,7 @@ static int start_checked(struct up_request *req, void *params, void *userdata, c
 				  "(./install.sh) or set UPLINK_DATA_DIR", all->tpl_error);
 		return 0;
 	}
-	if (check_start(p, all, &o, why, sizeof(why)) < 0) {
+	if (check_start(p, all, from_files, &o, why, sizeof(why)) < 0) {
 		up_request_error(req, UP_ERR_INVALID_PARAMS, why);
 		return 0;
 	}

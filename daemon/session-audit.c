@@ -387,7 +387,7 @@ void up_session_audit_start(struct up_session *s)
 	}
 	a->loop = s->all->loop;
 	a->cluster = s->cluster;
-	a->notifier = up_manager_notifier(s->all->m);
+	a->notifier = session_notifier(s);
 	a->fd = -1;
 	(void)snprintf(a->id, sizeof(a->id), "%s", s->id);
 	(void)snprintf(a->ns, sizeof(a->ns), "%s", s->ns);

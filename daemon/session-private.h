@@ -115,6 +115,8 @@ int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_
 int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
 void session_save(struct up_session *s);
+/* The desktop notifier, or NULL when the session is quiet (notifications: false). */
+struct up_notifier *session_notifier(const struct up_session *s);
 /* A warning that a limit is near (desktop notification, or the log without one). */
 void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s);
 /* The registry is there: on to the image. */

@@ -98,9 +98,14 @@ void session_save(struct up_session *s)
 	save(s);
 }
 
+struct up_notifier *session_notifier(const struct up_session *s)
+{
+	return s->o.quiet ? NULL : up_manager_notifier(s->all->m);
+}
+
 void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s)
 {
-	up_notify_session_expiring(up_manager_notifier(s->all->m), up_session_describe(s),
+	up_notify_session_expiring(session_notifier(s), up_session_describe(s),
 				   *limit == 'i' ? "idle" : "ttl", left_s);
 }
 
@@ -135,7 +140,7 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 		up_sessions_status(s->all);
 	/* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
 	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) && !s->o.dry_run)
-		up_notify_session_ended(up_manager_notifier(s->all->m), up_session_describe(s));
+		up_notify_session_ended(session_notifier(s), up_session_describe(s));
 	if (starter(s))
 		(void)up_conn_notify(starter(s), "session.state",
 				     json_pack("{s:s, s:s, s:s, s:s?}", "id", s->id, "old",
@@ -814,7 +819,7 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
 				  s->o.deploy_context ? s->o.deploy_context : "", session_now(), s->o.ttl_s,
 				  s->o.idle_s);
-	if (!s->record)
+	if (!s->record || up_record_set_quiet(s->record, s->o.quiet) < 0)
 		return -ENOMEM;
 	session_progress(s, "prepare", 0, 1, "preparing session %s", s->id);
 	if (s->o.dry_run) {

@@ -47,6 +47,7 @@ struct up_session_opts {
 	json_t *rules;  /* --rules paths (absolute), then inline rules from config files */
 	json_t *args;   /* passthrough arguments for the agent */
 	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
+	bool quiet; /* no desktop notifications (config files: notifications: false) */
 	uint64_t ttl_s, idle_s;
 	struct up_session_extra *extra; /* never NULL once filled */
 };

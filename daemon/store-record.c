@@ -122,6 +122,19 @@ int up_record_check(const json_t *rec, const char *file_id, char *err, size_t er
 	return -EINVAL;
 }
 
+bool up_record_quiet(const json_t *rec)
+{
+	return json_is_true(json_object_get(rec, "quiet"));
+}
+
+int up_record_set_quiet(json_t *rec, bool quiet)
+{
+	if (quiet)
+		return json_object_set_new(rec, "quiet", json_true()) < 0 ? -ENOMEM : 0;
+	(void)json_object_del(rec, "quiet");
+	return 0;
+}
+
 static const char *get_str(const json_t *rec, const char *key)
 {
 	return json_string_value(json_object_get(rec, key));

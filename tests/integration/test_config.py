@@ -77,11 +77,11 @@ def test_config_show_merges_and_says_where(env):
 
 
 def test_config_show_refuses_a_broken_file(env):
-    (env.project / ".uplink.yaml").write_text("ttl: 1h\nallow_dns: \"yes\"\nmount_rw: /x\n")
+    (env.project / ".uplink.yaml").write_text("ttl: 1h\nallow_dns: \"yes\"\nmount_rw_all: /x\n")
     r = config_show(env, check=1)
     p = env.project / ".uplink.yaml"
     assert f"{p}:2: 'allow_dns' expects a boolean (true/false), got 'yes'" in r.stderr
-    assert f"{p}:3: unknown key 'mount_rw'; known keys: mode, auth_mode, " in r.stderr
+    assert f"{p}:3: unknown key 'mount_rw_all'; known keys: mode, auth_mode, " in r.stderr
 
 
 def dry_run(env, *extra, check=0):
@@ -138,3 +138,38 @@ def test_a_broken_file_refuses_the_run_with_file_and_line(env):
     r = dry_run(env, check=1)
     assert f"{env.home}/.uplink.yaml:3:12: rule 'bad': " in r.stderr
     assert env.docker_calls_list() == []
+
+
+def test_list_keys_add_to_the_flags_and_paths_are_the_files(env):
+    (env.home / "shared").mkdir()
+    (env.project / "ro.txt").write_text("x")
+    (env.home / ".uplink.yaml").write_text("mount_ro: [proj/ro.txt]\nssh_cidr: 10.0.0.0/8\n")
+    (env.project / ".uplink.yaml").write_text("add_dir:\n  - ~/shared\nmitm_debug: true\n")
+    r = config_show(env, "--json")
+    v = json.loads(r.stdout)["values"]
+    assert v["add_dir"] == {"value": [f"{env.home}/shared"], "source": [f"{env.project}/.uplink.yaml:2"]}
+    assert v["mount_ro"]["value"] == [f"{env.project}/ro.txt"]
+    assert v["mitm_debug"] == {"value": True, "source": f"{env.project}/.uplink.yaml:3"}
+    items = dry_run(env, "--ssh-cidr", "192.168.1.1")
+    egress = find(items, "NetworkPolicy", "agent-egress")["spec"]["egress"]
+    cidrs = [t["ipBlock"]["cidr"] for e in egress for t in e.get("to", []) if "ipBlock" in t]
+    assert cidrs == ["192.168.1.1/32", "10.0.0.0/8"]  # the flag's first, then the file's
+    mounts = {m["mountPath"]: m for m in agent_pod_spec(items)["containers"][0]["volumeMounts"]}
+    assert f"{env.home}/shared" in mounts and not mounts[f"{env.home}/shared"].get("readOnly")
+    assert mounts[f"{env.project}/ro.txt"]["readOnly"] is True
+    mitm = next(i for i in items if i["kind"] == "Pod" and i["metadata"]["name"] == "mitm")
+    assert "termlog_verbosity=debug" in mitm["spec"]["containers"][0]["args"]
+
+
+def test_a_bad_value_from_a_file_is_named_by_its_line(env):
+    (env.project / ".uplink.yaml").write_text("ttl: 2h\nagent_runtime_class: Not_A_Name\n")
+    r = dry_run(env, check=1)
+    assert f"{env.project}/.uplink.yaml:2: agent_runtime_class: 'Not_A_Name' is not a valid RuntimeClass name" \
+        in r.stderr
+    (env.project / ".uplink.yaml").write_text("mode: vertex\n")
+    r = dry_run(env, check=1)
+    assert f"{env.project}/.uplink.yaml:1: mode: agent claude has no mode 'vertex'" in r.stderr
+    # the same value from a flag is named by the flag
+    (env.project / ".uplink.yaml").unlink()
+    r = dry_run(env, "--agent-runtime-class", "Not_A_Name", check=1)
+    assert "--agent-runtime-class: 'Not_A_Name' is not a valid RuntimeClass name" in r.stderr

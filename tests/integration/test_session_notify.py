@@ -1,6 +1,7 @@
 """A real session's end reaches the desktop: exactly one notification, critical when it
 failed, none for a dry run (private dbus-daemon + dbusmock's notification server)."""
 
+import json
 import time
 
 import pytest
@@ -85,3 +86,21 @@ def test_denied_burst_is_told_once_and_counted_at_the_end(env):
     calls = settle(bus, 1)
     assert len(calls) == 1
     assert "5 requests were denied" in calls[0]["body"]
+
+
+def test_notifications_false_in_a_config_file_keeps_the_session_quiet(env):
+    e, bus = env
+    (e.project / ".uplink.yaml").write_text("notifications: false\n")
+    sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
+    rec = e.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
+    wait_for(rec.exists, what="the record")
+    assert json.loads(rec.read_text())["quiet"] is True
+    e.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=3, reason="Error")
+    wait_for(lambda: json.loads(rec.read_text())["state"] in ("EXITED", "TEARDOWN", "GONE"), what="the exit")
+    time.sleep(1)
+    assert bus.notify_calls() == []
+    # the next session, without the file, is heard again
+    (e.project / ".uplink.yaml").unlink()
+    sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
+    e.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=0, reason="Completed")
+    assert len(settle(bus, 1)) == 1

@@ -17,7 +17,9 @@
 
 #define KNOWN "known keys: mode, auth_mode, anthropic, bedrock, rules, no_default_rules, allow_exec, " \
 	      "deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, registry_image, " \
-	      "image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args"
+	      "image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, add_dir, " \
+	      "mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, " \
+	      "mitm_ca_cert, mitm_insecure, mitm_debug"
 
 static char root[PATH_MAX];
 
@@ -201,8 +203,13 @@ static void test_show_and_apply(void **state)
 	(void)state;
 	load(&c, problems, "home/proj/sub");
 	params = json_pack("{s:s, s:s, s:[]}", "agent", "claude", "ttl", "5h", "args");
-	assert_int_equal(up_config_apply(&c, params), 0);
+	json_t *from = json_object();
+	assert_int_equal(up_config_apply(&c, params, from), 0);
 	assert_string_equal(json_string_value(json_object_get(params, "ttl")), "5h"); /* the flag wins */
+	assert_null(json_object_get(from, "ttl"));
+	(void)snprintf(want, sizeof(want), "%s/home/proj/.agent-uplink.yaml:2", root);
+	assert_string_equal(json_string_value(json_object_get(from, "image")), want);
+	json_decref(from);
 	assert_true(json_is_true(json_object_get(params, "allow_dns")));
 	assert_string_equal(json_string_value(json_object_get(params, "image")), "example/agent:2");
 	assert_string_equal(json_string_value(json_object_get(params, "mode")), "bedrock");
@@ -230,6 +237,41 @@ static void test_show_and_apply(void **state)
 }
 
 /* Parses `text` as /p/.uplink.yaml and checks its only problem, in full. */
+/* The lists that add up to their flags, the paths made absolute, notifications: false. */
+static void test_lists_add_up(void **state)
+{
+	static const char text[] = "add_dir: [sub, ~/x]\nmount_ro: /etc/y\nssh_cidr:\n  - 10.0.0.0/8\n"
+				   "ssh_key_dir: keys\nmitm_debug: true\nnotifications: false\n";
+	struct up_config c;
+	json_t *problems = json_array(), *params, *from = json_object(), *shown, *v;
+
+	(void)state;
+	assert_int_equal(up_config_init_defaults(&c), 0);
+	assert_int_equal(up_config_parse(&c, "/home/u/p/.uplink.yaml", text, strlen(text), "/home/u", problems), 0);
+	params = json_pack("{s:[s], s:[s], s:n}", "add_dir", "/home/u/flag", "ssh_cidr", "1.2.3.4", "mount_rw");
+	assert_int_equal(up_config_apply(&c, params, from), 0);
+	v = json_object_get(params, "add_dir");
+	assert_int_equal(json_array_size(v), 3);
+	assert_string_equal(json_string_value(json_array_get(v, 0)), "/home/u/flag"); /* the flag's first */
+	assert_string_equal(json_string_value(json_array_get(v, 1)), "/home/u/p/sub");
+	assert_string_equal(json_string_value(json_array_get(v, 2)), "/home/u/x");
+	assert_int_equal(json_array_size(json_object_get(params, "ssh_cidr")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(params, "mount_ro"), 0)), "/etc/y");
+	assert_true(json_is_null(json_object_get(params, "mount_rw"))); /* no file says it */
+	assert_string_equal(json_string_value(json_object_get(params, "ssh_key_dir")), "/home/u/p/keys");
+	assert_string_equal(json_string_value(json_object_get(from, "ssh_key_dir")), "/home/u/p/.uplink.yaml:5");
+	assert_true(json_is_true(json_object_get(params, "mitm_debug")));
+	assert_true(json_is_true(json_object_get(params, "no_notifications")));
+	shown = up_config_show(&c, params);
+	v = json_object_get(json_object_get(shown, "values"), "add_dir");
+	assert_int_equal(json_array_size(json_object_get(v, "source")), json_array_size(json_object_get(v, "value")));
+	json_decref(shown);
+	json_decref(params);
+	json_decref(from);
+	json_decref(problems);
+	up_config_done(&c);
+}
+
 static void expect_problem(const char *text, const char *want)
 {
 	struct up_config c;
@@ -249,7 +291,10 @@ static void test_problems(void **state)
 {
 	(void)state;
 	expect_problem("ttl: 1h\nfoo: 1\n", "/p/.uplink.yaml:2: unknown key 'foo'; " KNOWN);
-	expect_problem("ttl: 1h\n\nmount_rw: /x\n", "/p/.uplink.yaml:3: unknown key 'mount_rw'; " KNOWN);
+	expect_problem("ttl: 1h\n\nmount_rw_all: /x\n", "/p/.uplink.yaml:3: unknown key 'mount_rw_all'; " KNOWN);
+	expect_problem("mount_ro:\n  - [a]\n", "/p/.uplink.yaml:2: 'mount_ro' items are strings, got a list");
+	expect_problem("ssh_key_dir: [a]\n", "/p/.uplink.yaml:1: 'ssh_key_dir' expects a string, got a list");
+	expect_problem("mitm_debug: on\n", "/p/.uplink.yaml:1: 'mitm_debug' expects a boolean (true/false), got on");
 	expect_problem("allow_dns: \"true\"\n",
 		       "/p/.uplink.yaml:1: 'allow_dns' expects a boolean (true/false), got 'true'");
 	expect_problem("allow_dns: yes\n",
@@ -305,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_home_boundary),
 		cmocka_unit_test(test_show_and_apply),
+		cmocka_unit_test(test_lists_add_up),
 		cmocka_unit_test(test_problems),
 		cmocka_unit_test(test_more_problems),
 	};
