@@ -54,18 +54,25 @@ static int quoted(FILE *f, const char *key, const char *value)
 	return fputs("\"\n", f) < 0 ? -EIO : 0;
 }
 
-static void identity(FILE *f, bool *any)
+static void warn(json_t *warnings, const char *msg)
+{
+	log_debug("git overlay: %s", msg);
+	(void)json_array_append_new(warnings, json_string(msg));
+}
+
+static void identity(FILE *f, bool *any, json_t *warnings)
 {
 	char name[512], email[512];
 
 	if (git_get("user.name", name, sizeof(name)) == -ENOENT ||
 	    git_get("user.email", email, sizeof(email)) == -ENOENT) {
-		log_warning("git not found on host; skipping git identity");
+		warn(warnings, "git is not installed (or not on uplinkd's PATH): the agent gets no git "
+		     "identity; install git, or pass --no-git-identity to silence this");
 		return;
 	}
 	if (!name[0] && !email[0]) {
-		log_warning("No git user.name or user.email on the host (git config --global): the "
-			    "agent's commits will be unattributed");
+		warn(warnings, "no git user.name or user.email on this machine (git config --global): the "
+		     "agent's commits will be unattributed; set them, or pass --no-git-identity");
 		return;
 	}
 	fputs("[user]\n", f);
@@ -76,7 +83,7 @@ static void identity(FILE *f, bool *any)
 	*any = true;
 }
 
-int session_git_overlay(const json_t *hosts, bool with_identity, char **ret)
+int session_git_overlay(const json_t *hosts, bool with_identity, char **ret, json_t *warnings)
 {
 	char *text = NULL;
 	size_t len = 0, i;
@@ -89,7 +96,7 @@ int session_git_overlay(const json_t *hosts, bool with_identity, char **ret)
 	if (!f)
 		return -ENOMEM;
 	if (with_identity)
-		identity(f, &any);
+		identity(f, &any, warnings);
 	json_array_foreach(hosts, i, v) {
 		const char *h = json_string_value(v);
 		fprintf(f, "%s[url \"https://%s/\"]\n\tinsteadOf = git@%s:\n\tinsteadOf = ssh://git@%s/\n",

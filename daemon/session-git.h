@@ -17,4 +17,4 @@ bool session_git_host_ok(const char *host);
 
 /* Threadpool: the overlay for `hosts` plus, when `identity`, the host user's user.name and
  * user.email (`git config --global`); *ret NULL when there is nothing to say. */
-int session_git_overlay(const json_t *hosts, bool identity, char **ret) _wur_;
+int session_git_overlay(const json_t *hosts, bool identity, char **ret, json_t *warnings) _wur_;

@@ -300,7 +300,7 @@ int session_mounts_prepare(struct up_session *s)
 	if (r >= 0)
 		r = read_ca_files(x, why, sizeof(why));
 	if (r >= 0)
-		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig);
+		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig, s->warnings);
 	if (r < 0) {
 		s->prep_e = r == -EINVAL ? UP_ERR_INVALID_PARAMS : UP_ERR_INTERNAL_ERROR;
 		s->prep_error = strdup(why[0] ? why : strerror(-r));

@@ -47,6 +47,7 @@ struct up_session {
 	struct up_ruleset *rs;
 	struct up_ca *ca;
 	json_t *problems;
+	json_t *warnings; /* sentences for the user found on the threadpool, told on the loop */
 	json_t *objects;
 	char *image_ref;
 	char mitm_ip[64];

@@ -410,8 +410,9 @@ static void prepare_run(uv_work_t *w)
 	int r;
 
 	s->problems = json_array();
+	s->warnings = json_array();
 	s->rs = up_ruleset_new();
-	if (!s->problems || !s->rs) {
+	if (!s->problems || !s->warnings || !s->rs) {
 		s->prep_e = UP_ERR_INTERNAL_ERROR;
 		s->prep_error = strdup("out of memory");
 		return;
@@ -464,6 +465,8 @@ static void prepare_after(uv_work_t *w, int status)
 {
 	struct up_session *s = w->data;
 	struct up_resolve_options o = { .allow_exec = s->o.allow_exec, .store = up_secret_store_pick() };
+	json_t *warning;
+	size_t i;
 	int r;
 
 	(void)status;
@@ -474,6 +477,10 @@ static void prepare_after(uv_work_t *w, int status)
 	}
 	if (s->all->closing || up_session_state_is_terminal(s->state))
 		return;
+	json_array_foreach(s->warnings, i, warning) {
+		log_warning("Session %s: %s", s->id, json_string_value(warning));
+		session_progress(s, "warning", 0, 0, "%s", json_string_value(warning));
+	}
 	if (s->prep_error) {
 		session_fail(s, s->prep_e, "%s", s->prep_error);
 		return;
@@ -767,6 +774,7 @@ void up_session_free(struct up_session *s)
 	up_ruleset_free(s->rs);
 	up_ca_free(s->ca);
 	json_decref(s->problems);
+	json_decref(s->warnings);
 	json_decref(s->objects);
 	json_decref(s->system);
 	json_decref(s->record);

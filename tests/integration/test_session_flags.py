@@ -156,11 +156,26 @@ def test_no_git_identity_leaves_only_the_rewrites(env):
 
 
 def test_empty_overlay_makes_no_secret_and_no_mount(env):
-    by, names, _ = dry(env)  # no ~/.gitconfig
+    by, names, r = dry(env)  # no ~/.gitconfig
     assert ("Secret", "git-config") not in by and git_mount(by) == ([], [])
+    assert "warning" in r.stderr and ("no git user.name or user.email on this machine (git config --global): "
+                                      "the agent's commits will be unattributed") in r.stderr
     (env.home / ".gitconfig").write_text("[user]\n\tname = Ada\n")
-    by, _, _ = dry(env, "--no-git-identity")
+    by, _, r = dry(env, "--no-git-identity")
     assert ("Secret", "git-config") not in by and git_mount(by) == ([], [])
+    assert "git" not in r.stderr.lower()
+
+
+def test_git_missing_from_the_daemons_path_is_a_warning_not_a_failure(env):
+    (env.home / ".gitconfig").write_text("[user]\n\tname = Ada\n")
+    assert env.daemon.stop() == 0
+    env.daemon.env["PATH"] = str(env.tmp / "no-tools")  # an empty folder: no git
+    (env.tmp / "no-tools").mkdir()
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+    by, _, r = dry(env, "--git-https-rewrite", "git.example.com")
+    assert secret(by, "git-config", "agent-uplink.inc") == GIT_REWRITE.format(h="git.example.com")
+    assert "git is not installed (or not on uplinkd's PATH): the agent gets no git identity" in r.stderr
 
 
 # ---------------------------------------------------------------- mitm options
