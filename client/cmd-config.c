@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* uplink config show */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -71,7 +72,9 @@ int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int arg
 	if (optind < argc)
 		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	if (!getcwd(cwd, sizeof(cwd))) {
-		fprintf(stderr, "uplink: cannot tell the current folder\n");
+		fprintf(stderr, "uplink config show: cannot tell the current folder: %s; cd into an "
+			"existing folder (the config files are looked up from there to your home)\n",
+			strerror(errno));
 		return UP_EXIT_FAILED;
 	}
 	r = up_cli_call(cli, "config.show", json_pack("{s:s}", "cwd", cwd), &result);

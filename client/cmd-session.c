@@ -227,7 +227,8 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 	}
 	if (!getcwd(cwd, sizeof(cwd))) {
 		json_decref(params);
-		fprintf(stderr, "uplink run: cannot tell the current folder: %s\n", strerror(errno));
+		fprintf(stderr, "uplink run: cannot tell the current folder: %s; cd into an existing "
+			"folder under your home (it becomes the agent's working folder)\n", strerror(errno));
 		return UP_EXIT_FAILED;
 	}
 	(void)json_object_set_new(params, "cwd", json_string(cwd));

@@ -128,3 +128,17 @@ def test_protocol_mismatch_from_real_daemon(daemon):
     assert err["code"] == -32001
     assert "the client 9.9.9 speaks protocol 99 but uplinkd 0.1.0 speaks protocol 1" in err["message"]
     assert "systemctl --user restart uplinkd" in err["message"]
+
+
+def test_a_deleted_current_folder_is_named_with_the_fix(tmpdir_short):
+    gone = tmpdir_short / "gone"
+    gone.mkdir()
+    for cmd, fix in ((["config", "show"], "cd into an existing folder"),
+                     (["run", "claude"], "cd into an existing folder under your home")):
+        # the shell enters the folder, removes it, then runs uplink from nowhere
+        r = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone),
+                            uplink_bin(), *cmd], capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "UPLINK_SOCKET": str(tmpdir_short / "none.sock")})
+        gone.mkdir()
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "cannot tell the current folder: No such file or directory; " + fix in r.stderr
