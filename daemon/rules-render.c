@@ -59,9 +59,14 @@ static json_t *rule_json(const struct up_rule *r, bool show_secrets)
 		ret = json_object_set_new(o, "methods", methods_json(r->methods));
 	if (ret == 0 && !r->l4 && r->paths)
 		ret = json_object_set_new(o, "paths", strv_json(r->paths, r->n_paths));
-	if (ret == 0 && !r->l4 && r->n_headers)
-		ret = json_object_set_new(o, "inject", json_pack("{s:o}", "headers",
-								 headers_json(r, show_secrets)));
+	if (ret == 0 && !r->l4 && (r->n_headers || r->n_remove)) {
+		json_t *inject = json_object();
+		ret = inject ? json_object_set_new(o, "inject", inject) : -1;
+		if (ret == 0 && r->n_headers)
+			ret = json_object_set_new(inject, "headers", headers_json(r, show_secrets));
+		if (ret == 0 && r->n_remove)
+			ret = json_object_set_new(inject, "remove", strv_json(r->remove, r->n_remove));
+	}
 	if (ret < 0)
 		return json_decref(o), NULL;
 	return o;
@@ -109,14 +114,26 @@ static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
 
 static int json_rule_headers(const json_t *inject, struct up_rule *r)
 {
-	const json_t *h = json_object_get(inject, "headers");
+	const json_t *h = json_object_get(inject, "headers"), *rm = json_object_get(inject, "remove");
 	const char *k;
 	json_t *v;
+	size_t i;
 
 	if (!inject)
 		return 0;
-	if (!json_is_object(h))
+	if ((h && !json_is_object(h)) || (!h && !rm) || (rm && !json_is_array(rm)))
 		return -EINVAL;
+	if (rm && !(r->remove = calloc(json_array_size(rm) + 1, sizeof(char *))))
+		return -ENOMEM;
+	json_array_foreach(rm, i, v) {
+		if (!json_is_string(v) || !up_header_name_valid(json_string_value(v)))
+			return -EINVAL;
+		if (!(r->remove[r->n_remove] = strdup(json_string_value(v))))
+			return -ENOMEM;
+		r->n_remove++;
+	}
+	if (!h)
+		return 0;
 	r->headers = calloc(json_object_size(h) + 1, sizeof(*r->headers));
 	if (!r->headers)
 		return -ENOMEM;

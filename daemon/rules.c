@@ -156,6 +156,7 @@ void up_rule_done(struct up_rule *r)
 	strv_free(r->hosts, r->n_hosts);
 	strv_free(r->paths, r->n_paths);
 	strv_free(r->cidrs, r->n_cidrs);
+	strv_free(r->remove, r->n_remove);
 	for (size_t i = 0; i < r->n_headers; i++) {
 		free(r->headers[i].name);
 		free(r->headers[i].value);

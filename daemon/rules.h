@@ -57,6 +57,8 @@ struct up_rule {
 	size_t n_cidrs;
 	struct up_rule_header *headers;
 	size_t n_headers;
+	char **remove; /* header names taken off allowed requests (inject.remove); NULL: none */
+	size_t n_remove;
 	void *host_re, *path_re; /* compiled (pcre2_code **) */
 };
 
@@ -142,7 +144,7 @@ int up_url_split(const char *url, bool *https, char *host, size_t host_len, char
 /*
  * The proxy's input, as manifests/mitm/README.md describes it:
  * {"version": 1, "rules": [{"name", "layer", "source", "hosts", "methods"?, "paths"?,
- * "inject"?: {"headers": {...}}} | {"name", "layer", "source", "l4_forward": true,
+ * "inject"?: {"headers"?: {...}, "remove"?: [...]}} | {"name", "layer", "source", "l4_forward": true,
  * "hosts"?, "cidrs"?}]} in final order; "methods" and "paths" are left out for "any".
  * Header values are the resolved ones, shown as "<redacted>" unless `show_secrets`;
  * unresolved ones render as written. NULL on allocation failure.

@@ -86,7 +86,7 @@ def _literal(pattern):
 
 class Rule:
     __slots__ = ("index", "name", "layer", "source", "l4", "host_patterns", "host_res",
-                 "methods", "path_res", "headers", "cidrs")
+                 "methods", "path_res", "headers", "remove", "cidrs")
 
     def __repr__(self):
         return f"Rule({self.index}, {self.name!r}, l4={self.l4})"
@@ -137,9 +137,21 @@ def _compile(where, kind, pattern, flags):
         raise RulesError(f"{where}: invalid {kind} regex '{pattern}': {e}") from None
 
 
+def _parse_remove(where, inject):
+    """inject.remove: header names taken off the request (a kube client-certificate rule
+    drops the agent's placeholder token this way)."""
+    names = inject.get("remove", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise RulesError(f"{where}: 'inject.remove' must be a list of header names")
+    for name in names:
+        if not _TOKEN_RE.fullmatch(name):
+            raise RulesError(f"{where}: header name '{name}' is not a valid HTTP token")
+    return tuple(names)
+
+
 def _parse_headers(where, inject):
-    if not isinstance(inject, dict) or set(inject) - {"headers"}:
-        raise RulesError(f"{where}: 'inject' must be an object with only 'headers'")
+    if not isinstance(inject, dict) or set(inject) - {"headers", "remove"}:
+        raise RulesError(f"{where}: 'inject' must be an object with only 'headers' and 'remove'")
     headers = inject.get("headers", {})
     if not isinstance(headers, dict):
         raise RulesError(f"{where}: 'inject.headers' must be an object")
@@ -180,7 +192,7 @@ def _parse_rule(index, raw):
     r.host_patterns = _str_list(raw, where, "hosts") if "hosts" in raw else []
     flags = re.ASCII | re.IGNORECASE
     r.host_res = [_compile(where, "host", p, flags) for p in r.host_patterns]
-    r.methods, r.path_res, r.headers, r.cidrs = None, None, (), ()
+    r.methods, r.path_res, r.headers, r.remove, r.cidrs = None, None, (), (), ()
     if r.l4:
         for key in ("methods", "paths", "inject"):
             if key in raw:
@@ -209,6 +221,7 @@ def _parse_rule(index, raw):
                       for p in _str_list(raw, where, "paths")]
     if "inject" in raw:
         r.headers = _parse_headers(where, raw["inject"])
+        r.remove = _parse_remove(where, raw["inject"])
     return r
 
 
@@ -807,6 +820,9 @@ class UplinkFilter:
                                   f"to sign {method} {host}")
                 return
         else:
+            for name in rule.remove:
+                if name in req.headers:
+                    del req.headers[name]
             for name, value in rule.headers:
                 req.headers[name] = value
             meta["injected"] = [name for name, _ in rule.headers]

@@ -44,8 +44,12 @@ def rule(**kw):
     (doc(rule(paths=["/(x"])), "rules[0] 'r': invalid path regex '/(x'"),
     (doc(rule(methods=["get"])), "rules[0] 'r': invalid method 'get'"),
     (doc(rule(methods="GET")), "rules[0] 'r': 'methods' must be a list of strings"),
-    (doc(rule(inject={"Authorization": "x"})), "'inject' must be an object with only 'headers'"),
+    (doc(rule(inject={"Authorization": "x"})), "'inject' must be an object with only 'headers' and"),
     (doc(rule(inject={"headers": []})), "'inject.headers' must be an object"),
+    (doc(rule(inject={"remove": "Authorization"})), "'inject.remove' must be a list of header"),
+    (doc(rule(inject={"remove": [3]})), "'inject.remove' must be a list of header"),
+    (doc(rule(inject={"remove": ["Bad Name"]})), "header name 'Bad Name' is not a valid"),
+    (doc(rule(l4_forward=True, inject={"remove": ["X-A"]})), "an l4_forward rule cannot set 'inject'"),
     (doc(rule(inject={"headers": {"Bad Name": "x"}})), "header name 'Bad Name' is not a valid"),
     (doc(rule(inject={"headers": {"X-A": 1}})), "value of header 'X-A' must be a string"),
     (doc(rule(inject={"headers": {"X-A": "a\nb"}})), "value of header 'X-A' must be a string"),
@@ -81,6 +85,13 @@ def test_valid_document_details():
     a, t = rs.rules
     assert a.methods is None and a.source == "f.yaml:3" and a.headers == (("X-A", "v\tw"),)
     assert str(t.cidrs[0]) == "192.168.149.0/24" and rs.n_l4 == 1 and len(rs) == 2
+
+
+def test_remove_headers_parsed():
+    a, b = F.parse_rules(doc(rule(name="a", inject={"remove": ["Authorization"]}),
+                             rule(name="b", inject={"headers": {"X-A": "v"}}))).rules
+    assert a.remove == ("Authorization",) and a.headers == ()
+    assert b.remove == () and b.headers == (("X-A", "v"),)
 
 
 @pytest.mark.parametrize("pattern,literal", [

@@ -234,6 +234,26 @@ def test_client_certificate_per_host(proxy):
     assert proxy.echo.find(t2)[0]["client_cn"] is None
 
 
+def test_remove_takes_the_header_off(proxy):
+    """A kube client-certificate rule: the agent's placeholder token never goes upstream,
+    the certificate does; a header the rule also sets is set once, after the removal."""
+    with proxy.lock:
+        proxy.set_rules([R("kube", [re.escape(MTLS_HOST)],
+                           inject={"remove": ["Authorization", "X-Also"],
+                                   "headers": {"X-Also": "uplink-sentinel-remove-set"}})])
+        tid = uuid.uuid4().hex
+        res = send(proxy.port, "https", MTLS_HOST, 6443, "GET", "/api",
+                   headers=[("X-Test-Id", tid), ("Authorization", "Bearer uplink-placeholder"),
+                            ("authorization", "Basic again"), ("X-Also", "agent's")],
+                   trust=proxy.pki.mitm_ca)
+    assert res.status == 200
+    (got,) = proxy.echo.find(tid)
+    names = [n.lower() for n, _ in got["headers"]]
+    assert "authorization" not in names
+    assert [v for n, v in got["headers"] if n.lower() == "x-also"] == ["uplink-sentinel-remove-set"]
+    assert got["client_cn"] == CLIENT_CN
+
+
 def test_upstream_trust_is_public_roots_plus_extra(proxy):
     err = proxy.mitm.stderr.read_text()
     m = re.search(r"upstream trust: (\S+) = public roots \((\S+)\) \+ (\S+)", err)
