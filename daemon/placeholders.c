@@ -313,6 +313,10 @@ static void advance(struct up_resolve *j)
 			continue;
 		}
 		h = &r->headers[j->header];
+		if (h->resolved && !j->t.segs && j->seg == 0) {
+			j->header++; /* a literal credential (a kube token): never scanned */
+			continue;
+		}
 		if (!j->t.segs && j->seg == 0 && up_ph_parse(h->value, &j->t, why, sizeof(why)) < 0) {
 			fail(j, UP_ERR_RULES_INVALID, "%s", why);
 			return;
@@ -574,6 +578,8 @@ static int check_exec(struct up_resolve *j)
 		for (j->header = 0; j->header < r->n_headers; j->header++) {
 			struct up_ph_template t;
 			bool has_exec;
+			if (r->headers[j->header].resolved)
+				continue;
 			if (up_ph_parse(r->headers[j->header].value, &t, why, sizeof(why)) < 0) {
 				fail(j, UP_ERR_RULES_INVALID, "%s", why);
 				return -EINVAL;
