@@ -176,6 +176,8 @@
 #define UP_MAX_GIT_REWRITES 64
 #define UP_MAX_MITM_CA_FILES 32
 #define UP_MAX_MITM_CA_FILE_SIZE (1024 * 1024)
+/* --kube-context: contexts exposed to one agent. */
+#define UP_MAX_KUBE_CONTEXTS 32
 /* Config files (daemon/config-file.c): the largest one read, and how many folders up from the cwd. */
 #define UP_MAX_CONFIG_FILE_SIZE (256 * 1024)
 #define UP_MAX_CONFIG_FILES 64

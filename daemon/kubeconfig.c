@@ -25,6 +25,7 @@ struct kc_set {
 	char where[512]; /* the files, for messages */
 	char *err;
 	size_t err_len;
+	bool inspect; /* up_kubeconfig_inspect(): note what --kube-context refuses itself */
 };
 
 static int failf(struct kc_set *s, const char *fmt, ...) _printf_(2, 3);
@@ -324,12 +325,19 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 	char what[300];
 
 	entry = find_named(s, "users", c->user, &fi);
+	if (!entry && s->inspect)
+		return c->facts.no_user = true, 0;
 	if (!entry)
 		return failf(s, "kubeconfig %s: context '%s' names user '%s', which no file defines",
 			     c->file, c->name, c->user);
 	u = json_object_get(entry, "user");
 	(void)snprintf(what, sizeof(what), "user '%s'", c->user);
-	if (json_object_get(u, "auth-provider")) {
+	if (s->inspect) {
+		c->facts.auth_provider = json_object_get(u, "auth-provider") != NULL;
+		c->facts.exec = json_object_get(u, "exec") != NULL;
+		c->facts.basic_auth = json_object_get(u, "username") || json_object_get(u, "password");
+	}
+	if (json_object_get(u, "auth-provider") && !s->inspect) {
 		const char *p = json_string_value(json_object_get(json_object_get(u, "auth-provider"), "name"));
 		return failf(s, "kubeconfig %s: user '%s' uses auth-provider '%s', which uplink does not "
 				"support; switch it to an exec plugin (for GKE: gke-gcloud-auth-plugin)",
@@ -343,7 +351,7 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 			       &c->key_len);
 	if (has_key < 0)
 		return has_key;
-	if (has_cert != has_key)
+	if (has_cert != has_key && !s->inspect) /* inspect: "no supported credentials" later */
 		return failf(s, "kubeconfig %s: %s has a client %s but no client %s", s->files[fi].path,
 			     what, has_cert ? "certificate" : "key", has_cert ? "key" : "certificate");
 	const char *token = json_string_value(json_object_get(u, "token"));
@@ -352,11 +360,11 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 		return -ENOMEM;
 	if (token_file && *token_file && !(c->token_file = resolve_path(&s->files[fi], token_file)))
 		return -ENOMEM;
-	if (json_object_get(u, "username") || json_object_get(u, "password"))
+	if ((json_object_get(u, "username") || json_object_get(u, "password")) && !s->inspect)
 		return failf(s, "kubeconfig %s: user '%s' uses basic auth (username/password), which "
 				"Kubernetes removed; use a token or a client certificate",
 			     s->files[fi].path, c->user);
-	if (json_object_get(u, "exec")) {
+	if (json_object_get(u, "exec") && !s->inspect) {
 		r = parse_exec(s, fi, c->user, json_object_get(u, "exec"), &c->exec);
 		if (r < 0)
 			return r;
@@ -372,17 +380,20 @@ static int parse_cluster(struct kc_set *s, struct up_kube_context *c)
 	int r;
 
 	entry = find_named(s, "clusters", c->cluster, &fi);
+	if (!entry && s->inspect)
+		return c->facts.no_cluster = true, 0;
 	if (!entry)
 		return failf(s, "kubeconfig %s: context '%s' names cluster '%s', which no file defines",
 			     c->file, c->name, c->cluster);
 	cl = json_object_get(entry, "cluster");
 	const char *server = json_string_value(json_object_get(cl, "server"));
-	if (!server || !*server)
+	if ((!server || !*server) && !s->inspect)
 		return failf(s, "kubeconfig %s: cluster '%s' has no server", s->files[fi].path, c->cluster);
-	if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
+	if (server && *server && strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
 		return failf(s, "kubeconfig %s: cluster '%s': server '%s' is not an http(s) URL",
 			     s->files[fi].path, c->cluster, server);
-	c->server = strdup(server);
+	if (server && *server && !(c->server = strdup(server)))
+		return -ENOMEM;
 	const char *sni = json_string_value(json_object_get(cl, "tls-server-name"));
 	if (sni && *sni)
 		c->tls_server_name = strdup(sni);
@@ -392,11 +403,11 @@ static int parse_cluster(struct kc_set *s, struct up_kube_context *c)
 			 &c->ca_pem, &c->ca_len);
 	if (r < 0)
 		return r;
-	if (r > 0 && c->insecure)
+	if (r > 0 && c->insecure && !s->inspect)
 		return failf(s, "kubeconfig %s: cluster '%s' sets both a certificate authority and "
 				"insecure-skip-tls-verify; keep one",
 			     s->files[fi].path, c->cluster);
-	return c->server ? 0 : -ENOMEM;
+	return 0;
 }
 
 static int resolve(struct kc_set *s, const char *context, struct up_kube_context **ret)
@@ -432,17 +443,19 @@ static int resolve(struct kc_set *s, const char *context, struct up_kube_context
 	const char *cluster = json_string_value(json_object_get(ctx, "cluster"));
 	const char *user = json_string_value(json_object_get(ctx, "user"));
 	const char *ns = json_string_value(json_object_get(ctx, "namespace"));
-	if (!cluster || !*cluster)
+	if ((!cluster || !*cluster) && !s->inspect)
 		return failf(s, "kubeconfig %s: context '%s' names no cluster", c->file, context);
-	c->cluster = strdup(cluster);
+	c->cluster = cluster && *cluster ? strdup(cluster) : NULL;
 	c->user = user && *user ? strdup(user) : NULL;
 	c->namespace = ns && *ns ? strdup(ns) : NULL;
-	r = parse_cluster(s, c);
+	c->facts.no_cluster = !c->cluster;
+	c->facts.no_user = !c->user;
+	r = c->cluster ? parse_cluster(s, c) : 0;
 	if (r >= 0 && c->user)
 		r = parse_user(s, c);
 	if (r < 0)
 		return r;
-	if (!c->name || !c->file || !c->cluster)
+	if (!c->name || !c->file || (!c->cluster && !c->facts.no_cluster))
 		return -ENOMEM;
 	*ret = TAKE_PTR(c);
 	return 0;
@@ -465,6 +478,32 @@ int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
 {
 	struct kc_set s = { .err = err, .err_len = err_len };
 	int r = load_text(&s, "(text)", text, len);
+
+	if (r >= 0 && s.n == 0)
+		r = failf(&s, "the kubeconfig is empty");
+	if (r >= 0)
+		r = resolve(&s, context, ret);
+	set_done(&s);
+	return r;
+}
+
+int up_kubeconfig_inspect(const char *paths, const char *context, struct up_kube_context **ret,
+			  char *err, size_t err_len)
+{
+	struct kc_set s = { .err = err, .err_len = err_len, .inspect = true };
+	int r = context && *context ? load_set(&s, paths) : -EINVAL;
+
+	if (r >= 0)
+		r = resolve(&s, context, ret);
+	set_done(&s);
+	return r;
+}
+
+int up_kubeconfig_inspect_text(const char *text, size_t len, const char *context,
+			       struct up_kube_context **ret, char *err, size_t err_len)
+{
+	struct kc_set s = { .err = err, .err_len = err_len, .inspect = true };
+	int r = context && *context ? load_text(&s, "(text)", text, len) : -EINVAL;
 
 	if (r >= 0 && s.n == 0)
 		r = failf(&s, "the kubeconfig is empty");

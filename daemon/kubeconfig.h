@@ -19,6 +19,18 @@ struct up_kube_exec {
 };
 
 /*
+ * What up_kubeconfig_inspect() notes where up_kubeconfig_load() refuses: --kube-context
+ * makes its own refusals, in its own order (daemon/kube-expose.c).
+ */
+struct up_kube_context_facts {
+	bool no_cluster;    /* the context names no cluster, or one no file defines */
+	bool no_user;       /* the same for its user */
+	bool auth_provider; /* the user has an auth-provider */
+	bool exec;          /* the user has an exec plugin (not parsed) */
+	bool basic_auth;    /* the user has a username or a password */
+};
+
+/*
  * One context of a kubeconfig, resolved: the cluster to talk to and the credentials
  * to present, with every file already read. Secrets (key, token) are wiped on free.
  */
@@ -40,6 +52,7 @@ struct up_kube_context {
 	char *token;
 	char *token_file;
 	struct up_kube_exec *exec;
+	struct up_kube_context_facts facts; /* up_kubeconfig_inspect() only */
 };
 
 /*
@@ -54,6 +67,16 @@ int up_kubeconfig_load(const char *paths, const char *context, struct up_kube_co
 /* The same for one kubeconfig given as text (fuzzing, tests); relative paths resolve against ".". */
 int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
 			    struct up_kube_context **ret, char *err, size_t err_len) _wur_;
+
+/*
+ * The same for a context to expose (--kube-context), leniently: a missing cluster, user or
+ * server, insecure-skip-tls-verify, an exec plugin, an auth-provider and basic auth are
+ * noted (c->facts, NULL fields) instead of refused. `context` must be a name. Blocking.
+ */
+int up_kubeconfig_inspect(const char *paths, const char *context, struct up_kube_context **ret,
+			  char *err, size_t err_len) _wur_;
+int up_kubeconfig_inspect_text(const char *text, size_t len, const char *context,
+			       struct up_kube_context **ret, char *err, size_t err_len) _wur_;
 
 /* The names of every context, and the current one (or NULL), of `paths`. */
 int up_kubeconfig_contexts(const char *paths, json_t **names, char **current, char *err,
