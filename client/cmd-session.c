@@ -55,6 +55,8 @@ static const struct run_flag {
 	{ "mitm-ca-cert", "mitm_ca_cert", FLAG_LIST },
 	{ "mitm-insecure", "mitm_insecure", FLAG_BOOL },
 	{ "mitm-debug", "mitm_debug", FLAG_BOOL },
+	{ "kube-context", "kube_context", FLAG_WORDS },
+	{ "kubeconfig", "kubeconfig", FLAG_PATH },
 	{ "detach", NULL, FLAG_LOCAL },
 	{ "output", NULL, FLAG_LOCAL },
 	{ "json", NULL, FLAG_LOCAL },
@@ -138,6 +140,37 @@ static void list_add(json_t *params, const char *param, json_t *v)
 	(void)json_array_append_new(list, v);
 }
 
+/*
+ * --kube-context (from here or a config file) reads the user's kubeconfig, not the daemon's
+ * environment's: kubeconfig_default names what kubectl would read here, $KUBECONFIG (each
+ * element made absolute) or ~/.kube/config. --kubeconfig and a config file's kubeconfig win.
+ */
+static void kubeconfig_default(json_t *params)
+{
+	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+	char buf[8192] = "", *save = NULL, *copy;
+	size_t used = 0;
+
+	if (!env || !*env) {
+		if (home && home[0] == '/')
+			(void)json_object_set_new(params, "kubeconfig_default",
+						  json_sprintf("%s/.kube/config", home));
+		return;
+	}
+	if (!(copy = strdup(env)))
+		return;
+	for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+		json_t *abs = abs_path(p);
+		if (abs && used < sizeof(buf))
+			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", used ? ":" : "",
+						 json_string_value(abs));
+		json_decref(abs);
+	}
+	free(copy);
+	if (used > 0 && used < sizeof(buf))
+		(void)json_object_set_new(params, "kubeconfig_default", json_string(buf));
+}
+
 static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t *params,
 		     struct run_state *st)
 {
@@ -183,6 +216,7 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 		else if (f->kind == FLAG_PATH)
 			(void)json_object_set_new(params, f->param, abs_path(optarg));
 	}
+	kubeconfig_default(params);
 	if (st->output && strcmp(st->output, "json") && strcmp(st->output, "yaml"))
 		return up_cli_usage_error(cmd, "-o takes json or yaml, not '%s'", st->output);
 	if (optind >= argc)

@@ -75,6 +75,8 @@ static const struct key keys[] = {
 	{ "mitm_ca_cert", "mitm_ca_cert", K_PATHS, 0, NULL },
 	{ "mitm_insecure", "mitm_insecure", K_BOOL, F(mitm_insecure), NULL },
 	{ "mitm_debug", "mitm_debug", K_BOOL, F(mitm_debug), NULL },
+	{ "kube_context", "kube_context", K_WORDS, 0, NULL },
+	{ "kubeconfig", "kubeconfig", K_PATH, F(kubeconfig), NULL },
 };
 #undef F
 
@@ -84,7 +86,7 @@ static const char *const shown[] = {
 	"mitm_runtime_class", "mitmproxy_image", "registry_image", "image", "registry", "ttl",
 	"idle_timeout", "allow_dns", "notifications", "args", "add_dir", "mount_rw", "mount_ro",
 	"ssh_cidr", "ssh_key_dir", "git_https_rewrite", "no_git_identity", "mitm_ca_cert",
-	"mitm_insecure", "mitm_debug",
+	"mitm_insecure", "mitm_debug", "kube_context", "kubeconfig",
 };
 
 static bool adds_up(const struct key *k)
@@ -618,28 +620,34 @@ static json_t *value_of(const struct up_config *c, const struct key *k)
 	return json_null();
 }
 
-/* A list that adds up: the flag's items, then the files' (nearest first). */
-static json_t *joined(const struct up_config *c, const struct key *k, const json_t *flag)
+/*
+ * A list that adds up: the flag's items, then the files' (nearest first), each once.
+ * With `sources`, also where each item came from: "flag" or FILE:LINE.
+ */
+static json_t *joined(const struct up_config *c, const struct key *k, const json_t *flag, json_t **sources)
 {
-	json_t *out = json_is_array(flag) ? json_deep_copy(flag) : json_array();
+	json_t *out = json_is_array(flag) ? json_deep_copy(flag) : json_array(), *v, *w;
+	json_t *from = json_object_get(c->origins, k->canon), *src = sources ? json_array() : NULL;
+	size_t i, j;
+	bool oom = !out || (sources && !src);
 
-	if (out && json_array_extend(out, json_object_get(c->lists, k->canon)) < 0) {
+	for (i = 0; !oom && src && i < json_array_size(out); i++)
+		oom = json_array_append_new(src, json_string("flag")) < 0;
+	json_array_foreach(json_object_get(c->lists, k->canon), i, v) {
+		bool dup = false;
+		json_array_foreach(out, j, w)
+			dup = dup || json_equal(v, w);
+		if (!oom && !dup)
+			oom = json_array_append(out, v) < 0 ||
+			      (src && json_array_append(src, json_array_get(from, i)) < 0);
+	}
+	if (oom) {
 		json_decref(out);
+		json_decref(src);
 		return NULL;
 	}
-	return out;
-}
-
-/* Where each item of such a list came from: "flag" or FILE:LINE. */
-static json_t *joined_sources(const struct up_config *c, const struct key *k, const json_t *flag)
-{
-	json_t *out = json_array();
-
-	for (size_t i = 0; out && i < json_array_size(flag); i++)
-		if (json_array_append_new(out, json_string("flag")) < 0)
-			json_decref(out), out = NULL;
-	if (out && json_array_extend(out, json_object_get(c->origins, k->canon)) < 0)
-		json_decref(out), out = NULL;
+	if (sources)
+		*sources = src;
 	return out;
 }
 
@@ -651,8 +659,10 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 		const struct key *k = key_find_canon(shown[i]);
 		json_t *src = json_object_get(c->origins, shown[i]), *flag = json_object_get(flags, shown[i]);
 
-		if (adds_up(k) && (src || json_array_size(flag) > 0))
-			o = json_pack("{s:o, s:o}", "value", joined(c, k, flag), "source", joined_sources(c, k, flag));
+		if (adds_up(k) && (src || json_array_size(flag) > 0)) {
+			json_t *sources = NULL, *value = joined(c, k, flag, &sources);
+			o = value ? json_pack("{s:o, s:o}", "value", value, "source", sources) : NULL;
+		}
 		else if (flag && !json_is_null(flag) && !json_is_false(flag) && k->kind != K_RULES &&
 			 !(json_is_array(flag) && json_array_size(flag) == 0))
 			o = json_pack("{s:O, s:s}", "value", flag, "source", "flag");
@@ -683,7 +693,7 @@ int up_config_apply(const struct up_config *c, json_t *params, json_t *from_file
 			continue;
 		}
 		if (adds_up(k)) {
-			if (json_object_set_new(params, k->canon, joined(c, k, have)) < 0)
+			if (json_object_set_new(params, k->canon, joined(c, k, have, NULL)) < 0)
 				return -ENOMEM;
 			continue;
 		}

@@ -29,6 +29,7 @@ struct up_config {
 	char *mode, *deploy_context, *agent_runtime_class, *mitm_runtime_class, *mitmproxy_image;
 	char *registry_image, *image, *registry, *ttl, *idle_timeout;
 	char *ssh_key_dir;
+	char *kubeconfig; /* for --kube-context: made absolute against the file's folder */
 	bool no_default_rules, allow_exec, allow_dns, notifications;
 	bool no_git_identity, mitm_insecure, mitm_debug;
 	/*

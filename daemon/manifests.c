@@ -13,6 +13,7 @@
 #include "ca.h"
 #include "config.h"
 #include "fileio.h"
+#include "kube-expose.h"
 #include "manifests.h"
 #include "yaml-json.h"
 
@@ -276,7 +277,8 @@ static bool reserved_volume(const char *n)
 {
 	static const char *const names[] = { "uplink-ca", UP_MANIFEST_ADDON_CONFIGMAP,
 					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET,
-					     GIT_SECRET, UPSTREAM_CA_SECRET };
+					     GIT_SECRET, UPSTREAM_CA_SECRET, UP_KUBE_CONFIGMAP,
+					     UP_KUBE_CERTS_SECRET };
 
 	if (startswith(n, MOUNT_PREFIX))
 		return true;
@@ -364,7 +366,27 @@ static int check_extras(const struct up_session_extras *x, char *err, size_t len
 			return failf(err, len, "SSH CIDR %zu is not a network address", i);
 	if (x->mitm_ca_pem && !strstr(x->mitm_ca_pem, "-----BEGIN CERTIFICATE-----"))
 		return failf(err, len, "the mitm's extra upstream CAs hold no PEM certificate");
+	for (size_t k = 0; x->kube && k < x->kube->n; k++) {
+		char key[300];
+		(void)snprintf(key, sizeof(key), "%s.pem", x->kube->ctx[k].host);
+		if (x->kube->ctx[k].client_pem && !is_key(key, false))
+			return failf(err, len, "kube context '%s': '%s' is not a valid Secret key",
+				     x->kube->ctx[k].name, key);
+	}
 	return 0;
+}
+
+static bool has_kube(const struct up_session_extras *x)
+{
+	return x && x->kube && x->kube->n > 0;
+}
+
+static bool has_kube_certs(const struct up_session_extras *x)
+{
+	for (size_t i = 0; has_kube(x) && i < x->kube->n; i++)
+		if (x->kube->ctx[i].client_pem)
+			return true;
+	return false;
 }
 
 static int check_spec(const struct up_session_spec *s, char *err, size_t len)
@@ -575,6 +597,31 @@ static int render_agent_data(struct render *c)
 	return 0;
 }
 
+/* --kube-context: the agent's kubeconfig (no secret), the mitm's client certificates. */
+static int render_kube_data(struct render *c)
+{
+	const struct up_session_extras *x = c->s->extras;
+	json_t *doc = up_kube_expose_kubeconfig(x->kube, c->s->ca_cert_pem), *o;
+	char *text = doc ? up_yaml_dump(doc) : NULL, key[300];
+	int r;
+
+	json_decref(doc);
+	r = text ? render_text_map(c, UP_KUBE_CONFIGMAP, "config", text) : -ENOMEM;
+	free(text);
+	if (r < 0 || !has_kube_certs(x))
+		return r;
+	o = data_object(c, true, UP_KUBE_CERTS_SECRET);
+	for (size_t i = 0; o && r == 0 && i < x->kube->n; i++) {
+		const struct up_kube_exposed_ctx *k = &x->kube->ctx[i];
+		(void)snprintf(key, sizeof(key), "%s.pem", k->host);
+		if (k->client_pem) /* mitmproxy presents <server name>.pem (its client_certs option) */
+			r = data_put(o, true, key, k->client_pem, k->client_len);
+	}
+	if (!o || r < 0)
+		return json_decref(o), o ? r : -ENOMEM;
+	return add(c, o);
+}
+
 /* §4.3: the upstream CA bundle, then the git overlay; each only when there is one. */
 static int render_extras_data(struct render *c)
 {
@@ -582,6 +629,8 @@ static int render_extras_data(struct render *c)
 	json_t *o;
 	int r;
 
+	if (has_kube(x) && (r = render_kube_data(c)) < 0)
+		return r;
 	if (x && x->mitm_ca_pem && *x->mitm_ca_pem) {
 		o = data_object(c, true, UPSTREAM_CA_SECRET);
 		r = o ? data_put(o, true, "bundle.pem", x->mitm_ca_pem, strlen(x->mitm_ca_pem)) : -ENOMEM;
@@ -661,6 +710,17 @@ static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 				 json_pack("{s:s, s:{s:s}}", "name", UPSTREAM_CA_SECRET, "secret",
 					   "secretName", UPSTREAM_CA_SECRET));
 	}
+	if (r == 0 && has_kube_certs(x)) {
+		r = set_option(args, "client_certs=" UP_KUBE_CERTS_DIR);
+		if (r == 0)
+			r = push(json_object_get(main, "volumeMounts"),
+				 json_pack("{s:s, s:s, s:b}", "name", UP_KUBE_CERTS_SECRET, "mountPath",
+					   UP_KUBE_CERTS_DIR, "readOnly", 1));
+		if (r == 0)
+			r = push(dig(pod, "spec.volumes"),
+				 json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CERTS_SECRET, "secret",
+					   "secretName", UP_KUBE_CERTS_SECRET));
+	}
 	if (r == 0 && x->mitm_insecure)
 		r = set_option(args, "ssl_insecure=true");
 	if (r == 0 && x->mitm_debug)
@@ -708,6 +768,8 @@ static int agent_env(struct render *c, json_t *env)
 	for (size_t i = 0; i < ELEMENTSOF(ours); i++)
 		if ((r = env_add(env, ours[i].name, ours[i].value)) < 0)
 			return r;
+	if (has_kube(s->extras) && (r = env_add(env, "KUBECONFIG", UP_KUBE_AGENT_CONFIG)) < 0)
+		return r;
 	for (size_t i = 0; i < s->contrib.n_env; i++) {
 		r = env_add(env, s->contrib.env[i].name, s->contrib.env[i].value);
 		if (r == -EEXIST)
@@ -772,7 +834,14 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 
 	if (!x)
 		return 0;
-	if (x->gitconfig && *x->gitconfig) {
+	if (has_kube(x)) {
+		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP, "configMap",
+					    "name", UP_KUBE_CONFIGMAP));
+		if (r == 0)
+			r = push(mounts, json_pack("{s:s, s:s, s:b}", "name", UP_KUBE_CONFIGMAP, "mountPath",
+						   UP_KUBE_AGENT_DIR, "readOnly", 1));
+	}
+	if (r == 0 && x->gitconfig && *x->gitconfig) {
 		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET, "secret", "secretName",
 					    GIT_SECRET));
 		if (r == 0)

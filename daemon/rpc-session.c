@@ -27,7 +27,8 @@ struct start_params {
 	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
 	/* daemon/session-mounts.c */
 	json_t *add_dir, *mount_rw, *mount_ro, *ssh_cidr, *git_https_rewrite, *mitm_ca_cert;
-	const char *ssh_key_dir;
+	const char *ssh_key_dir, *kubeconfig, *kubeconfig_default;
+	json_t *kube_context;
 	bool no_git_identity, mitm_insecure, mitm_debug;
 	bool no_notifications; /* config files: notifications: false */
 };
@@ -52,6 +53,8 @@ static const struct up_param start_params[] = {
 	L("mitm_ca_cert", mitm_ca_cert), S("ssh_key_dir", ssh_key_dir),
 	B("no_git_identity", no_git_identity), B("mitm_insecure", mitm_insecure),
 	B("mitm_debug", mitm_debug), B("no_notifications", no_notifications),
+	L("kube_context", kube_context), S("kubeconfig", kubeconfig),
+	S("kubeconfig_default", kubeconfig_default),
 	{ 0 },
 };
 #undef S
@@ -118,6 +121,17 @@ static int check_paths(const struct start_params *p, char *why, size_t len)
 	return 0;
 }
 
+/* "/a:/b/c": every element absolute, none empty (the daemon's cwd is not the client's). */
+static bool abs_list(const char *s)
+{
+	if (!*s || strlen(s) >= 4096)
+		return false;
+	for (const char *p = s; p; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL)
+		if (*p != '/')
+			return false;
+	return true;
+}
+
 /* How a message names a value: its flag, or FILE:LINE and key when a config file gave it. */
 static const char *named(const json_t *from_files, const char *canon, const char *flag, char *buf,
 			 size_t len)
@@ -162,6 +176,11 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 			return snprintf(why, len, "--rules: '%s' is not an absolute path", json_string_value(v)), -EINVAL;
 	if ((r = check_paths(p, why, len)) < 0)
 		return r;
+	if ((p->kubeconfig && *p->kubeconfig && !abs_list(p->kubeconfig)) ||
+	    (p->kubeconfig_default && *p->kubeconfig_default && !abs_list(p->kubeconfig_default)))
+		return snprintf(why, len, "--kubeconfig: '%s' is not an absolute path (or a colon "
+				"list of them, as $KUBECONFIG)", p->kubeconfig && *p->kubeconfig ?
+				p->kubeconfig : p->kubeconfig_default), -EINVAL;
 	if (p->ssh_key_dir)
 		return snprintf(why, len, "--ssh-key-dir %s: not supported yet (the ssh-agent holder pod "
 				"is not built); reach git over HTTPS with a rule that injects the token "
@@ -224,12 +243,14 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 	x->mount_ro = copy_list(p->mount_ro);
 	x->mitm_ca_cert = copy_list(p->mitm_ca_cert);
 	x->git_rewrite = copy_list(p->git_https_rewrite);
+	x->kube_context = copy_list(p->kube_context);
+	x->kubeconfig = dup_or_null(p->kubeconfig && *p->kubeconfig ? p->kubeconfig : p->kubeconfig_default);
 	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
 	x->no_git_identity = p->no_git_identity;
 	x->out.mitm_insecure = p->mitm_insecure;
 	x->out.mitm_debug = p->mitm_debug;
 	return x->add_dir && x->mount_rw && x->mount_ro && x->mitm_ca_cert && x->git_rewrite &&
-			       x->out.ssh_cidrs
+			       x->out.ssh_cidrs && x->kube_context && (!p->kubeconfig || !*p->kubeconfig || x->kubeconfig)
 		       ? 0
 		       : -ENOMEM;
 }

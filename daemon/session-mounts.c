@@ -14,6 +14,8 @@
 
 #include "bounds.h"
 #include "fileio.h"
+#include "kube-expose.h"
+#include "rules.h"
 #include "session-git.h"
 #include "session-private.h"
 
@@ -26,6 +28,9 @@ struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
 	json_decref(x->mount_ro);
 	json_decref(x->mitm_ca_cert);
 	json_decref(x->git_rewrite);
+	json_decref(x->kube_context);
+	free(x->kubeconfig);
+	up_kube_exposed_free(x->kube);
 	json_decref(x->out.mounts);
 	json_decref(x->out.ssh_cidrs);
 	free(x->out.gitconfig);
@@ -115,6 +120,13 @@ int up_session_extra_check(struct up_session_extra *x, char *why, size_t len)
 	if (json_array_size(x->mitm_ca_cert) > UP_MAX_MITM_CA_FILES)
 		return snprintf(why, len, "--mitm-ca-cert: at most %d files", UP_MAX_MITM_CA_FILES),
 		       -EINVAL;
+	if (json_array_size(x->kube_context) > UP_MAX_KUBE_CONTEXTS)
+		return snprintf(why, len, "--kube-context: at most %d contexts", UP_MAX_KUBE_CONTEXTS),
+		       -EINVAL;
+	json_array_foreach(x->kube_context, i, v)
+		if (!*json_string_value(v) || strlen(json_string_value(v)) > 253)
+			return snprintf(why, len, "--kube-context '%s' is not a context name",
+					json_string_value(v)), -EINVAL;
 	if (json_array_size(x->add_dir) + json_array_size(x->mount_rw) + json_array_size(x->mount_ro) >
 	    UP_MAX_SESSION_MOUNTS)
 		return snprintf(why, len, "--add-dir, --mount-rw and --mount-ro: at most %d paths "
@@ -288,6 +300,34 @@ static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- --kube-context (threadpool) */
+
+static int read_kube(struct up_session *s, char *why, size_t len)
+{
+	struct up_session_extra *x = s->o.extra;
+	int r;
+
+	if (json_array_size(x->kube_context) == 0)
+		return 0;
+	r = up_kube_expose_load(x->kubeconfig, x->kube_context, &x->kube, why, len);
+	if (r < 0)
+		return r;
+	x->out.kube = x->kube;
+	if ((r = up_kube_expose_ca_bundle(x->kube, &x->out.mitm_ca_pem)) < 0 ||
+	    (r = up_kube_expose_rules(x->kube, s->rs)) < 0)
+		return r;
+	for (size_t i = 0; i < x->kube->n; i++)
+		if (up_kube_host_no_proxy(x->kube->ctx[i].host)) {
+			(void)snprintf(x->kube_warning, sizeof(x->kube_warning),
+				       "--kube-context %s: the API server %s is in the agent's NO_PROXY "
+				       "(localhost, 127.0.0.1, ::1, .local), so the agent's kubectl goes "
+				       "around the proxy and reaches nothing", x->kube->ctx[i].name,
+				       x->kube->ctx[i].host);
+			break;
+		}
+	return 0;
+}
+
 int session_mounts_prepare(struct up_session *s)
 {
 	struct up_session_extra *x = s->o.extra;
@@ -299,6 +339,8 @@ int session_mounts_prepare(struct up_session *s)
 	r = resolve_mounts(x, s->o.cwd, s->o.home, why, sizeof(why));
 	if (r >= 0)
 		r = read_ca_files(x, why, sizeof(why));
+	if (r >= 0)
+		r = read_kube(s, why, sizeof(why)); /* after the CA files: its CAs go after theirs */
 	if (r >= 0)
 		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig, s->warnings);
 	if (r < 0) {

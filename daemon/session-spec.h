@@ -13,6 +13,8 @@
  * rendering. Fields marked "secret" end up only in the mitm pod's Secrets.
  */
 
+struct up_kube_exposed; /* daemon/kube-expose.h */
+
 #define UP_SESSION_ID_LEN 12
 #define UP_SESSION_NS_PREFIX "agent-uplink-"
 
@@ -66,6 +68,8 @@ struct up_session_extras {
 	json_t *ssh_cidrs; /* ["10.0.0.0/8", ...], normalised: TCP 22 open to exactly these */
 	char *gitconfig;   /* the git overlay (Secret git-config); NULL = none */
 	char *mitm_ca_pem; /* CAs the mitm trusts upstream next to the public roots; NULL = none */
+	/* --kube-context: the agent's kubeconfig, the mitm's client certificates (secret) */
+	const struct up_kube_exposed *kube; /* NULL or none = no context */
 	bool mitm_insecure, mitm_debug;
 };
 

@@ -485,6 +485,10 @@ static void prepare_after(uv_work_t *w, int status)
 		session_fail(s, s->prep_e, "%s", s->prep_error);
 		return;
 	}
+	if (s->o.extra && s->o.extra->kube_warning[0]) {
+		log_warning("session %s: %s", s->id, s->o.extra->kube_warning);
+		session_progress(s, "warning", 0, 0, "%s", s->o.extra->kube_warning);
+	}
 	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
 	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
 	if (r < 0)

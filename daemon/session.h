@@ -33,6 +33,10 @@ struct up_session_extra {
 	json_t *add_dir, *mount_rw, *mount_ro; /* absolute host paths, as given */
 	json_t *mitm_ca_cert;                  /* absolute PEM file paths */
 	json_t *git_rewrite;                   /* hosts, checked */
+	json_t *kube_context;                  /* --kube-context names, in order */
+	char *kubeconfig;                      /* their kubeconfig(s), a colon list; NULL: the daemon's */
+	struct up_kube_exposed *kube;          /* read on the thread pool; out.kube points here */
+	char kube_warning[512];                /* said once the session is prepared; "" = none */
 	bool no_git_identity;
 	struct up_session_extras out;          /* daemon/session-spec.h */
 };
@@ -80,7 +84,7 @@ void up_session_opts_done(struct up_session_opts *o);
 int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
 struct up_session_extra *up_session_extra_free(struct up_session_extra *x);
 /* Threadpool (PREPARING): resolves and checks the host mounts, reads the --mitm-ca-cert
- * files and the host's git identity. On failure sets the session's preparation error
+ * files, the --kube-context contexts (adding their rules) and the host's git identity. On failure sets the session's preparation error
  * and returns it (negative). */
 int session_mounts_prepare(struct up_session *s) _wur_;
 

@@ -294,3 +294,186 @@ def test_all_extras_together_are_accepted_by_the_api_server(env, tmp_path):
     k = subprocess.run(["kubectl", "--kubeconfig", env.fk.kubeconfig, "apply", "--dry-run=server",
                         "-f", "-"], input=stream, capture_output=True, text=True, timeout=60)
     assert k.returncode == 0, k.stderr
+
+
+# ---------------------------------------------------------------- --kube-context (reference §7)
+
+def kube_files(env):
+    fk = env.fk
+    return {"token": open(fk.paths["token"]).read().strip(),
+            "cert": open(fk.paths["client.crt"]).read(), "key": open(fk.paths["client.key"]).read(),
+            "ca": open(fk.paths["ca.crt"]).read()}
+
+
+def rules_json(by):
+    return json.loads(secret(by, "rules-json", "rules.json"))
+
+
+def agent_referenced(by):
+    """The agent pod and every ConfigMap and Secret it mounts, as JSON text."""
+    pod = by[("Pod", "agent")]
+    out = [json.dumps(pod)]
+    for v in pod["spec"]["volumes"]:
+        for kind, key, name in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
+            if key in v:
+                o = by.get((kind, v[key][name]))
+                if o is not None:
+                    out.append(json.dumps(o))
+                    out += [base64.b64decode(x).decode("latin-1")
+                            for x in (o.get("data") or {}).values() if kind == "Secret"]
+    return "\n".join(out)
+
+
+def check_agent_kubeconfig(env, by, ctx, user, session_ca):
+    import yaml
+    cfg = yaml.safe_load(by[("ConfigMap", "kube-config")]["data"]["config"])
+    assert cfg == {
+        "apiVersion": "v1", "kind": "Config", "current-context": ctx, "preferences": {},
+        "clusters": [{"name": "fakekube", "cluster": {
+            "server": env.fk.url, "certificate-authority-data": base64.b64encode(session_ca.encode()).decode()}}],
+        "users": [{"name": user, "user": {"token": "uplink-placeholder"}}],
+        "contexts": [{"name": ctx, "context": {"cluster": "fakekube", "user": user}}]}
+    pod = by[("Pod", "agent")]["spec"]
+    main = pod["containers"][0]
+    assert {"name": "KUBECONFIG", "value": "/etc/uplink/kube/config"} in main["env"]
+    assert {"name": "kube-config", "mountPath": "/etc/uplink/kube", "readOnly": True} in main["volumeMounts"]
+    assert {"name": "kube-config", "configMap": {"name": "kube-config"}} in pod["volumes"]
+
+
+KUBE_CASES = [
+    # context, the rule's inject, client certificate Secret?
+    ("fake-token", lambda f: {"headers": {"Authorization": "Bearer " + f["token"]}}, False),
+    ("local-k8s-admin", lambda f: {"remove": ["Authorization"]}, True),
+]
+
+
+@pytest.mark.parametrize("ctx,inject,certs", KUBE_CASES, ids=[c for c, _, _ in KUBE_CASES])
+def test_kube_context_objects(env, ctx, inject, certs):
+    f = kube_files(env)
+    by, names, r = dry(env, "--kube-context", ctx, "--mitm-ca-cert", str(env.home / "ca-b.pem"))
+    session_ca = by[("ConfigMap", "uplink-ca")]["data"]["ca.crt"]
+    check_agent_kubeconfig(env, by, ctx, ctx, session_ca)
+    rules = rules_json(by)["rules"]
+    kube = [x for x in rules if x["layer"] == "kube"]
+    assert kube == [{"name": "kube-" + ctx, "layer": "kube", "source": "kubeconfig:" + ctx,
+                     "hosts": ["127\\.0\\.0\\.1"], "inject": inject(f)}]
+    assert rules.index(kube[0]) == 1  # after the agent's auth rule, before everything else
+    # the cluster CA joins the --mitm-ca-cert files in the upstream bundle
+    assert secret(by, "upstream-ca", "bundle.pem") == PEM_B + f["ca"]
+    args = mitm_args(by)
+    assert "uplink_extra_ca=/upstream-ca/bundle.pem" in args
+    mitm = by[("Pod", "mitm")]["spec"]
+    if certs:
+        assert secret(by, "kube-client-certs", "127.0.0.1.pem") == f["cert"] + f["key"]
+        assert by[("Secret", "kube-client-certs")]["data"].keys() == {"127.0.0.1.pem"}
+        assert args[args.index("client_certs=/kube-client-certs") - 1] == "--set"
+        assert {"name": "kube-client-certs", "mountPath": "/kube-client-certs", "readOnly": True} in \
+            mitm["containers"][0]["volumeMounts"]
+        assert {"name": "kube-client-certs", "secret": {"secretName": "kube-client-certs"}} in mitm["volumes"]
+    else:
+        assert ("Secret", "kube-client-certs") not in by
+        assert not [a for a in args if a.startswith("client_certs")]
+    assert names.index("ConfigMap/kube-config") < names.index("Pod/agent")
+    # nothing the agent pod sees holds the token, the key or the client certificate
+    seen = agent_referenced(by)
+    for s in (f["token"], f["key"].strip(), f["cert"].strip()):
+        assert s not in seen
+    assert "kube-client-certs" not in json.dumps(by[("Pod", "agent")])
+    # fakekube listens on 127.0.0.1, which the agent's NO_PROXY covers: said, not refused
+    assert (f"--kube-context {ctx}: the API server 127.0.0.1 is in the agent's NO_PROXY") in r.stderr
+
+
+def test_kube_context_from_kubeconfig_flag_and_config_file(env, tmp_path):
+    f = kube_files(env)
+    other = env.home / "kube.yaml"
+    other.write_text(open(env.fk.kubeconfig).read())
+    # --kubeconfig beats the client's $KUBECONFIG, which names nothing here
+    by, _, _ = dry(env, "--kube-context", "fake-token", "--kubeconfig", "../kube.yaml")
+    assert rules_json(by)["rules"][1]["inject"]["headers"]["Authorization"] == "Bearer " + f["token"]
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "fake-token",
+                env={"KUBECONFIG": str(env.home / "nothing.yaml")})
+    assert r.returncode != 0 and "no kubeconfig found at " + str(env.home / "nothing.yaml") in r.stderr
+    # a config file names contexts and their kubeconfig (relative to the file)
+    (env.project / ".uplink.yaml").write_text("kube_context: [fake-token]\nkubeconfig: ../kube.yaml\n")
+    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1",
+                env={"KUBECONFIG": str(env.home / "nothing.yaml")}, check=0)
+    by = {(i["kind"], i["metadata"]["name"]): i for i in json.loads(r.stdout)["items"]}
+    assert rules_json(by)["rules"][1]["name"] == "kube-fake-token"
+    assert ("ConfigMap", "kube-config") in by
+
+
+def test_kube_rules_survive_no_default_rules(env):
+    by, _, _ = dry(env, "--kube-context", "fake-token", "--no-default-rules")
+    assert [x["name"] for x in rules_json(by)["rules"]] == ["kube-fake-token"]
+
+
+def test_no_kube_context_no_kube_objects(env):
+    by, names, _ = dry(env)
+    assert not [n for n in names if "kube" in n]
+    assert "KUBECONFIG" not in json.dumps(by[("Pod", "agent")])
+
+
+
+def write_kubeconfig(env, name, cluster, user, context=None):
+    ca = base64.b64encode(open(env.fk.paths["ca.crt"], "rb").read()).decode()
+    import yaml
+    doc = {"apiVersion": "v1", "kind": "Config",
+           "clusters": [{"name": "cl", "cluster": {k: (v.replace("CA", ca) if isinstance(v, str) else v)
+                                                   for k, v in cluster.items()}}],
+           "users": [{"name": "u", "user": user}],
+           "contexts": [{"name": "c", "context": context or {"cluster": "cl", "user": "u"}},
+                        {"name": "twin", "context": {"cluster": "cl", "user": "u"}}]}
+    p = env.home / name
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+OK_CLUSTER = {"server": "https://api.example.test:6443", "certificate-authority-data": "CA"}
+KUBE_ERRORS = [
+    # cluster, user, context, message after "--kube-context c: " (reference §7.2, in order)
+    (OK_CLUSTER, {"token": "uplink-sentinel-k"}, {"cluster": "gone", "user": "u"}, "no cluster found in kubeconfig"),
+    (OK_CLUSTER, {"token": "uplink-sentinel-k"}, {"cluster": "cl"}, "no user found in kubeconfig"),
+    ({"certificate-authority-data": "CA"}, {"token": "uplink-sentinel-k"}, None, "cluster has no server URL"),
+    ({"server": "https://a.test", "insecure-skip-tls-verify": True}, {"token": "uplink-sentinel-k"}, None,
+     "insecure-skip-tls-verify is not supported; a cluster CA (certificate-authority or "
+     "certificate-authority-data) is required"),
+    ({"server": "https://a.test"}, {"token": "uplink-sentinel-k"}, None,
+     "cluster has no certificate-authority-data (or certificate-authority file); a cluster CA is required"),
+    (OK_CLUSTER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "aws"}}, None,
+     "exec and auth-provider credentials are not supported: uplink cannot run the plugin inside "
+     "the proxy; use a static bearer token or a client certificate instead"),
+    (OK_CLUSTER, {"auth-provider": {"name": "oidc"}}, None,
+     "exec and auth-provider credentials are not supported: uplink cannot run the plugin inside "
+     "the proxy; use a static bearer token or a client certificate instead"),
+    (OK_CLUSTER, {"username": "admin", "password": "uplink-sentinel-pw"}, None,
+     "username/password credentials are not supported; use a static bearer token or a client "
+     "certificate instead"),
+    (OK_CLUSTER, {}, None, "no supported credentials found; expected token, tokenFile, or "
+     "client-certificate-data + client-key-data"),
+    (OK_CLUSTER, {"tokenFile": "/nonexistent/token"}, None, "tokenFile '/nonexistent/token' not found"),
+]
+
+
+@pytest.mark.parametrize("cluster,user,context,message", KUBE_ERRORS, ids=[m[:40] for *_, m in KUBE_ERRORS])
+def test_kube_context_refusals(env, cluster, user, context, message):
+    p = write_kubeconfig(env, "bad.yaml", cluster, user, context)
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "c",
+                "--kubeconfig", str(p))
+    assert r.returncode != 0 and r.stdout == ""
+    assert "--kube-context c: " + message in r.stderr, r.stderr
+    assert "uplink-sentinel" not in r.stderr + env.daemon.logs()
+    assert env.docker_calls_list() == []
+
+
+def test_kube_context_unknown_and_same_host(env):
+    p = write_kubeconfig(env, "two.yaml", OK_CLUSTER, {"token": "uplink-sentinel-k"})
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "nope",
+                "--kubeconfig", str(p))
+    assert r.returncode != 0
+    assert f"--kube-context nope: kubeconfig {p} has no context 'nope'; known contexts: c, twin" in r.stderr
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "c",
+                "--kube-context", "twin", "--kubeconfig", str(p))
+    assert r.returncode != 0
+    assert ("--kube-context twin: contexts 'twin' and 'c' both resolve to API server host "
+            "'api.example.test'; they cannot both be selected") in r.stderr
+    assert "uplink-sentinel" not in r.stderr + env.daemon.logs()

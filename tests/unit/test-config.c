@@ -19,7 +19,7 @@
 	      "deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, registry_image, " \
 	      "image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, add_dir, " \
 	      "mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, " \
-	      "mitm_ca_cert, mitm_insecure, mitm_debug"
+	      "mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig"
 
 static char root[PATH_MAX];
 
@@ -236,7 +236,37 @@ static void test_show_and_apply(void **state)
 	json_decref(problems);
 }
 
-/* Parses `text` as /p/.uplink.yaml and checks its only problem, in full. */
+/* kube_context adds up (flag first, then nearer files), kubeconfig is a path of the file's. */
+static void test_kube_keys(void **state)
+{
+	const char *near = "kube_context: [a, b]\nkubeconfig: kube/cfg\n";
+	const char *far = "kube_context: c\nkubeconfig: ~/.kube/other\n";
+	struct up_config c;
+	json_t *problems = json_array(), *params;
+
+	(void)state;
+	assert_int_equal(up_config_init_defaults(&c), 0);
+	assert_int_equal(up_config_parse(&c, "/home/u/p/.uplink.yaml", near, strlen(near), "/home/u",
+					 problems), 0);
+	assert_int_equal(up_config_parse(&c, "/home/u/.config/uplink/config.yaml", far, strlen(far),
+					 "/home/u", problems), 0);
+	assert_string_equal(c.kubeconfig, "/home/u/p/kube/cfg");
+	params = json_pack("{s:[s, s]}", "kube_context", "z", "a");
+	assert_int_equal(up_config_apply(&c, params, NULL), 0);
+	json_t *want = json_pack("[s, s, s, s]", "z", "a", "b", "c");
+	assert_true(json_equal(json_object_get(params, "kube_context"), want));
+	assert_string_equal(json_string_value(json_object_get(params, "kubeconfig")), "/home/u/p/kube/cfg");
+	json_decref(want);
+	json_decref(params);
+	params = json_pack("{s:s}", "kubeconfig", "/flag");
+	assert_int_equal(up_config_apply(&c, params, NULL), 0);
+	assert_string_equal(json_string_value(json_object_get(params, "kubeconfig")), "/flag");
+	assert_int_equal(json_array_size(json_object_get(params, "kube_context")), 3);
+	json_decref(params);
+	up_config_done(&c);
+	json_decref(problems);
+}
+
 /* The lists that add up to their flags, the paths made absolute, notifications: false. */
 static void test_lists_add_up(void **state)
 {
@@ -272,6 +302,7 @@ static void test_lists_add_up(void **state)
 	up_config_done(&c);
 }
 
+/* Parses `text` as /p/.uplink.yaml and checks its only problem, in full. */
 static void expect_problem(const char *text, const char *want)
 {
 	struct up_config c;
@@ -351,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_home_boundary),
 		cmocka_unit_test(test_show_and_apply),
 		cmocka_unit_test(test_lists_add_up),
+		cmocka_unit_test(test_kube_keys),
 		cmocka_unit_test(test_problems),
 		cmocka_unit_test(test_more_problems),
 	};
