@@ -122,6 +122,8 @@ class Handler(BaseHTTPRequestHandler):
                 "method": self.command, "path": self._path, "query": self._query_raw,
                 "content_type": self.headers.get("Content-Type"), "status": code,
                 "auth": self._auth, "user_agent": self.headers.get("User-Agent"),
+                # the scheme of an Authorization header ("Bearer"), never its value
+                "auth_scheme": (self.headers.get("Authorization") or "").partition(" ")[0] or None,
                 "time": time.time(), "body": self._body_text()})
 
     def _body_text(self):
