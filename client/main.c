@@ -91,14 +91,15 @@ const struct up_command up_commands[] = {
 	  "[--json]",
 	  "Reads ~/.config/uplink/config.yaml ($XDG_CONFIG_HOME) and the .uplink.yaml (or\n"
 	  ".agent-uplink.yaml) files from the current folder up to home, as uplink run does:\n"
-	  "a value comes from the nearest file that sets it, lists (rules, args) add up, and\n"
-	  "flags given to uplink run beat every file. Each value is shown with FILE:LINE, or\n"
-	  "'default'.\n\n"
+	  "a value comes from the nearest file that sets it, lists (rules, args, kube_context)\n"
+	  "add up, and flags given to uplink run beat every file. Each value is shown with\n"
+	  "FILE:LINE, or 'default'.\n\n"
 	  "Keys: mode (or 0.4.1's auth_mode, anthropic: true, bedrock: true), rules (paths or\n"
 	  "inline rules), no_default_rules, allow_exec, deploy_context, agent_runtime_class,\n"
 	  "mitm_runtime_class, mitmproxy_image, registry_image, image, registry, ttl,\n"
-	  "idle_timeout, allow_dns, notifications, args (or claude_args). Relative rules paths\n"
-	  "are relative to the config file's folder.\n\n"
+	  "idle_timeout, allow_dns, notifications, args (or claude_args), kube_context,\n"
+	  "kubeconfig. Relative rules paths and kubeconfig are relative to the config file's\n"
+	  "folder.\n\n"
 	  "Options:\n"
 	  "  --json    print the daemon's answer as JSON\n" },
 	{ "doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",
