@@ -467,6 +467,44 @@ static void test_render(void **state)
 	up_ruleset_free(rs);
 }
 
+/* inject.remove (kube client-certificate rules) renders and reads back; bad entries are refused. */
+static void test_render_remove_round_trip(void **state)
+{
+	const char *text = "{\"version\":1,\"rules\":[{\"name\":\"kube-x\",\"layer\":\"kube\","
+			   "\"source\":\"kubeconfig:x\",\"hosts\":[\"10\\\\.0\\\\.0\\\\.1\"],"
+			   "\"inject\":{\"remove\":[\"Authorization\"]}}]}";
+	json_t *doc = json_loads(text, 0, NULL), *p = json_array(), *again;
+	struct up_ruleset *rs = up_ruleset_new();
+	char *s;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_int_equal(up_ruleset_load_json(rs, doc, p), 0);
+	assert_int_equal(up_ruleset_get(rs, 0)->n_remove, 1);
+	assert_int_equal(up_ruleset_get(rs, 0)->n_headers, 0);
+	again = up_ruleset_render(rs, false);
+	s = json_dumps(again, JSON_COMPACT);
+	assert_string_equal(s, text);
+	free(s);
+	json_decref(again);
+	up_ruleset_free(rs);
+	json_decref(doc);
+	static const char *const bad[] = { "{\"remove\":\"Authorization\"}", "{\"remove\":[\"a b\"]}",
+					   "{\"remove\":[1]}", "{}" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *t;
+		assert_true(asprintf(&t, "{\"version\":1,\"rules\":[{\"name\":\"r\",\"layer\":\"user\","
+					 "\"hosts\":[\"a\"],\"inject\":%s}]}", bad[i]) > 0);
+		doc = json_loads(t, 0, NULL);
+		rs = up_ruleset_new();
+		assert_true(up_ruleset_load_json(rs, doc, p) < 0);
+		up_ruleset_free(rs);
+		json_decref(doc);
+		free(t);
+	}
+	json_decref(p);
+}
+
 static void test_url_split(void **state)
 {
 	char host[256], path[1024], why[128];
@@ -538,6 +576,7 @@ int main(void)
 		cmocka_unit_test(test_matching),
 		cmocka_unit_test(test_l4_and_connect),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_render_remove_round_trip),
 		cmocka_unit_test(test_url_split),
 		cmocka_unit_test(test_files),
 	};
