@@ -121,6 +121,15 @@ def test_agent_kubeconfig_reaches_fakekube_through_the_mitm(env, tmp_path, ctx, 
     ca = tmp_path / "agent-kube-ca.pem"  # what kubectl in the agent trusts: the session CA
     ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
     host, port = cluster["server"].removeprefix("https://").rsplit(":", 1)
+    # kubectl reads the rendered file as it is (the agent's kubectl gets it through KUBECONFIG)
+    pod_cfg = tmp_path / "agent-kubeconfig"
+    pod_cfg.write_text(objs[("ConfigMap", "kube-config")]["data"]["config"])
+    k = subprocess.run(["kubectl", "--kubeconfig", str(pod_cfg), "config", "view", "--raw", "-o", "json"],
+                       capture_output=True, text=True, timeout=60)
+    assert k.returncode == 0, k.stderr
+    view = json.loads(k.stdout)
+    assert view["current-context"] == ctx and view["users"][0]["user"] == {"token": PLACEHOLDER}
+    assert view["clusters"][0]["cluster"]["server"] == fk.url
     mitm = Mitm(objs, tmp_path / "mitm")
     try:
         fk.clear_requests()
