@@ -36,8 +36,9 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     assert rc == 0, e.daemon.logs()[-3000:]
 
 
-def dry(env, *args):
-    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1", *args, check=0)
+def dry(env, *args, env_vars=None):
+    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1", *args, check=0,
+                env=env_vars)
     items = json.loads(r.stdout)["items"]
     return {(i["kind"], i["metadata"]["name"]): i for i in items}, [i["kind"] + "/" + i["metadata"]["name"] for i in items], r
 
@@ -393,6 +394,13 @@ def test_kube_context_from_kubeconfig_flag_and_config_file(env, tmp_path):
     r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "fake-token",
                 env={"KUBECONFIG": str(env.home / "nothing.yaml")})
     assert r.returncode != 0 and "no kubeconfig found at " + str(env.home / "nothing.yaml") in r.stderr
+    # without --kubeconfig, the client's $KUBECONFIG (relative elements made absolute), not
+    # the daemon's: here only the client's names the context "mine"
+    mine = env.project / "mine.yaml"
+    mine.write_text(open(env.fk.kubeconfig).read().replace("fake-token", "mine"))
+    by, _, _ = dry(env, "--kube-context", "mine", env_vars={"KUBECONFIG": "missing.yaml:mine.yaml"})
+    assert rules_json(by)["rules"][1]["name"] == "kube-mine"
+    assert "mine" not in open(env.fk.kubeconfig).read()
     # a config file names contexts and their kubeconfig (relative to the file)
     (env.project / ".uplink.yaml").write_text("kube_context: [fake-token]\nkubeconfig: ../kube.yaml\n")
     r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1",
