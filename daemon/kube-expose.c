@@ -156,24 +156,32 @@ static int check_cluster(const struct up_kube_exposed *k, const struct up_kube_c
 	if (!c->server)
 		return refuse(why, len, c->name, "cluster has no server URL");
 	if (c->insecure)
-		return refuse(why, len, c->name, "insecure-skip-tls-verify is not supported; a cluster "
-			      "CA (certificate-authority or certificate-authority-data) is required");
+		return refuse(
+			why, len, c->name,
+			"insecure-skip-tls-verify is not supported; a cluster "
+			"CA (certificate-authority or certificate-authority-data) is required");
 	if (!c->ca_pem || !c->ca_len)
-		return refuse(why, len, c->name, "cluster has no certificate-authority-data (or "
+		return refuse(why, len, c->name,
+			      "cluster has no certificate-authority-data (or "
 			      "certificate-authority file); a cluster CA is required");
 	if (!memmem(c->ca_pem, c->ca_len, "-----BEGIN CERTIFICATE-----", 27))
-		return refuse(why, len, c->name, "the cluster's certificate authority holds no PEM "
+		return refuse(why, len, c->name,
+			      "the cluster's certificate authority holds no PEM "
 			      "certificate");
-	if (up_url_split(c->server, &https, host, host_len, path, sizeof(path), err, sizeof(err)) < 0)
+	if (up_url_split(c->server, &https, host, host_len, path, sizeof(path), err, sizeof(err)) <
+	    0)
 		return refuse(why, len, c->name, "server '%s': %s", c->server, err);
 	if (!https)
-		return refuse(why, len, c->name, "server '%s' is not https; the mitm would send the "
-			      "credentials in clear", c->server);
+		return refuse(why, len, c->name,
+			      "server '%s' is not https; the mitm would send the "
+			      "credentials in clear",
+			      c->server);
 	for (size_t i = 0; i < k->n; i++)
 		if (streq(k->ctx[i].host, host))
-			return refuse(why, len, c->name, "contexts '%s' and '%s' both resolve to API "
-				      "server host '%s'; they cannot both be selected", c->name,
-				      k->ctx[i].name, host);
+			return refuse(why, len, c->name,
+				      "contexts '%s' and '%s' both resolve to API "
+				      "server host '%s'; they cannot both be selected",
+				      c->name, k->ctx[i].name, host);
 	return 0;
 }
 
@@ -184,28 +192,37 @@ static int take_credential(struct up_kube_exposed_ctx *x, const struct up_kube_c
 	int r;
 
 	if (c->facts.exec || c->facts.auth_provider)
-		return refuse(why, len, c->name, "exec and auth-provider credentials are not supported: "
-			      "uplink cannot run the plugin inside the proxy; use a static bearer token "
-			      "or a client certificate instead");
+		return refuse(
+			why, len, c->name,
+			"exec and auth-provider credentials are not supported: "
+			"uplink cannot run the plugin inside the proxy; use a static bearer token "
+			"or a client certificate instead");
 	if (c->facts.basic_auth)
-		return refuse(why, len, c->name, "username/password credentials are not supported; use "
+		return refuse(why, len, c->name,
+			      "username/password credentials are not supported; use "
 			      "a static bearer token or a client certificate instead");
 	if (c->token || c->token_file) { /* a token wins over a client certificate (0.4.1) */
 		if ((r = read_token(c, &x->token, why, len)) < 0)
 			return r;
 		if (!token_ok(x->token))
-			return refuse(why, len, c->name, "the token is empty or holds white space or "
+			return refuse(why, len, c->name,
+				      "the token is empty or holds white space or "
 				      "control characters; it cannot be sent in a header");
 		return 0;
 	}
 	if (!c->cert_pem || !c->key_pem)
-		return refuse(why, len, c->name, "no supported credentials found; expected token, "
+		return refuse(why, len, c->name,
+			      "no supported credentials found; expected token, "
 			      "tokenFile, or client-certificate-data + client-key-data");
 	if (strchr(host, ':'))
-		return refuse(why, len, c->name, "a client certificate for the IPv6 API server address "
-			      "'%s' cannot be presented (mitmproxy names the file after the address, "
-			      "which is no valid Secret key); use a host name or a token", host);
-	x->client_pem = up_pem_concat(c->cert_pem, c->cert_len, c->key_pem, c->key_len, &x->client_len);
+		return refuse(
+			why, len, c->name,
+			"a client certificate for the IPv6 API server address "
+			"'%s' cannot be presented (mitmproxy names the file after the address, "
+			"which is no valid Secret key); use a host name or a token",
+			host);
+	x->client_pem =
+		up_pem_concat(c->cert_pem, c->cert_len, c->key_pem, c->key_len, &x->client_len);
 	return x->client_pem ? 0 : -ENOMEM;
 }
 
@@ -259,7 +276,7 @@ int up_kube_expose_load(const char *paths, const json_t *names, struct up_kube_e
 
 	if (!k)
 		return -ENOMEM;
-	json_array_foreach(names, i, v) {
+	json_array_foreach (names, i, v) {
 		_cleanup_(up_kube_context_freep) struct up_kube_context *c = NULL;
 		const char *name = json_string_value(v);
 		bool again = false;
@@ -284,14 +301,17 @@ int up_kube_expose_load(const char *paths, const json_t *names, struct up_kube_e
 static int one_rule(const struct up_kube_exposed_ctx *x, struct up_rule *r)
 {
 	r->layer = UP_LAYER_KUBE;
-	if (asprintf(&r->name, "kube-%s", x->name) < 0 || asprintf(&r->source, "kubeconfig:%s", x->name) < 0)
+	if (asprintf(&r->name, "kube-%s", x->name) < 0 ||
+	    asprintf(&r->source, "kubeconfig:%s", x->name) < 0)
 		return -ENOMEM;
 	if (!(r->hosts = calloc(2, sizeof(char *))) || !(r->hosts[0] = up_regex_escape(x->host)))
 		return -ENOMEM;
 	r->n_hosts = 1;
 	if (!x->token) {
-		/* The agent sends the placeholder token; the API server must see the certificate alone. */
-		if (!(r->remove = calloc(2, sizeof(char *))) || !(r->remove[0] = strdup("Authorization")))
+		/* The agent sends the placeholder token; the API server must see the certificate
+		 * alone. */
+		if (!(r->remove = calloc(2, sizeof(char *))) ||
+		    !(r->remove[0] = strdup("Authorization")))
 			return -ENOMEM;
 		r->n_remove = 1;
 		return 0;
@@ -342,26 +362,32 @@ static int add_context(json_t *doc, const struct up_kube_exposed_ctx *x, const c
 {
 	json_t *ctx = json_pack("{s:s, s:s}", "cluster", x->cluster, "user", x->user);
 
-	if (ctx && x->namespace && json_object_set_new(ctx, "namespace", json_string(x->namespace)) < 0)
+	if (ctx && x->namespace &&
+	    json_object_set_new(ctx, "namespace", json_string(x->namespace)) < 0)
 		return json_decref(ctx), -ENOMEM;
 	if (json_array_append_new(json_object_get(doc, "contexts"),
 				  json_pack("{s:s, s:o*}", "name", x->name, "context", ctx)) < 0)
 		return -ENOMEM;
 	/* Two contexts may share a user or a cluster (of different servers: no, see the checks). */
-	json_t *users = json_object_get(doc, "users"), *clusters = json_object_get(doc, "clusters"), *e;
+	json_t *users = json_object_get(doc, "users"), *clusters = json_object_get(doc, "clusters"),
+	       *e;
 	size_t i;
 	bool have_user = false, have_cluster = false;
-	json_array_foreach(users, i, e)
-		have_user = have_user || streq(json_string_value(json_object_get(e, "name")), x->user);
-	json_array_foreach(clusters, i, e)
-		have_cluster = have_cluster || streq(json_string_value(json_object_get(e, "name")), x->cluster);
-	if (!have_user && json_array_append_new(users, json_pack("{s:s, s:{s:s}}", "name", x->user, "user",
-								 "token", UP_KUBE_PLACEHOLDER_TOKEN)) < 0)
+	json_array_foreach (users, i, e)
+		have_user =
+			have_user || streq(json_string_value(json_object_get(e, "name")), x->user);
+	json_array_foreach (clusters, i, e)
+		have_cluster = have_cluster ||
+			       streq(json_string_value(json_object_get(e, "name")), x->cluster);
+	if (!have_user &&
+	    json_array_append_new(users, json_pack("{s:s, s:{s:s}}", "name", x->user, "user",
+						   "token", UP_KUBE_PLACEHOLDER_TOKEN)) < 0)
 		return -ENOMEM;
 	if (!have_cluster &&
-	    json_array_append_new(clusters, json_pack("{s:s, s:{s:s, s:o*}}", "name", x->cluster, "cluster",
-						      "server", x->server, "certificate-authority-data",
-						      b64_string(ca_pem, strlen(ca_pem)))) < 0)
+	    json_array_append_new(clusters,
+				  json_pack("{s:s, s:{s:s, s:o*}}", "name", x->cluster, "cluster",
+					    "server", x->server, "certificate-authority-data",
+					    b64_string(ca_pem, strlen(ca_pem)))) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -372,8 +398,9 @@ json_t *up_kube_expose_kubeconfig(const struct up_kube_exposed *k, const char *s
 
 	if (!k || k->n == 0 || !session_ca_pem)
 		return NULL;
-	doc = json_pack("{s:s, s:s, s:s, s:{}, s:[], s:[], s:[]}", "apiVersion", "v1", "kind", "Config",
-			"current-context", k->ctx[0].name, "preferences", "clusters", "users", "contexts");
+	doc = json_pack("{s:s, s:s, s:s, s:{}, s:[], s:[], s:[]}", "apiVersion", "v1", "kind",
+			"Config", "current-context", k->ctx[0].name, "preferences", "clusters",
+			"users", "contexts");
 	for (size_t i = 0; doc && i < k->n; i++)
 		if (add_context(doc, &k->ctx[i], session_ca_pem) < 0)
 			return json_decref(doc), NULL;

@@ -19,22 +19,22 @@ struct up_kube_context;
 struct up_ruleset;
 
 /* Mount point of the agent's kubeconfig, its ConfigMap, and the mitm's client certificates. */
-#define UP_KUBE_AGENT_DIR "/etc/uplink/kube"
-#define UP_KUBE_AGENT_CONFIG UP_KUBE_AGENT_DIR "/config"
-#define UP_KUBE_CONFIGMAP "kube-config"
-#define UP_KUBE_CERTS_SECRET "kube-client-certs"
-#define UP_KUBE_CERTS_DIR "/kube-client-certs"
+#define UP_KUBE_AGENT_DIR	  "/etc/uplink/kube"
+#define UP_KUBE_AGENT_CONFIG	  UP_KUBE_AGENT_DIR "/config"
+#define UP_KUBE_CONFIGMAP	  "kube-config"
+#define UP_KUBE_CERTS_SECRET	  "kube-client-certs"
+#define UP_KUBE_CERTS_DIR	  "/kube-client-certs"
 /* The token every user of the agent's kubeconfig holds, so kubectl sends something. */
 #define UP_KUBE_PLACEHOLDER_TOKEN "uplink-placeholder"
 
 /* One exposed context. Secrets (token, client_pem) are wiped on free. */
 struct up_kube_exposed_ctx {
 	char *name, *cluster, *user, *namespace; /* namespace may be NULL */
-	char *server;                            /* unchanged URL */
-	char *host;                              /* the API host: lower case, no port, no brackets */
-	char *ca_pem;                            /* the cluster's CA (PEM) */
-	char *token;                             /* secret; NULL: a client certificate */
-	char *client_pem;                        /* secret: certificate PEM then key PEM; or NULL */
+	char *server;				 /* unchanged URL */
+	char *host;	  /* the API host: lower case, no port, no brackets */
+	char *ca_pem;	  /* the cluster's CA (PEM) */
+	char *token;	  /* secret; NULL: a client certificate */
+	char *client_pem; /* secret: certificate PEM then key PEM; or NULL */
 	size_t client_len;
 };
 

@@ -244,13 +244,15 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 	x->mitm_ca_cert = copy_list(p->mitm_ca_cert);
 	x->git_rewrite = copy_list(p->git_https_rewrite);
 	x->kube_context = copy_list(p->kube_context);
-	x->kubeconfig = dup_or_null(p->kubeconfig && *p->kubeconfig ? p->kubeconfig : p->kubeconfig_default);
+	/* --kubeconfig (or a config file's), else what the client's $KUBECONFIG names */
+	x->kubeconfig = dup_or_null(p->kubeconfig && *p->kubeconfig ? p->kubeconfig
+								    : p->kubeconfig_default);
 	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
 	x->no_git_identity = p->no_git_identity;
 	x->out.mitm_insecure = p->mitm_insecure;
 	x->out.mitm_debug = p->mitm_debug;
 	return x->add_dir && x->mount_rw && x->mount_ro && x->mitm_ca_cert && x->git_rewrite &&
-			       x->out.ssh_cidrs && x->kube_context && (!p->kubeconfig || !*p->kubeconfig || x->kubeconfig)
+			       x->out.ssh_cidrs && x->kube_context
 		       ? 0
 		       : -ENOMEM;
 }
