@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The kubeconfig parser (YAML included) on arbitrary text, for the current context and a named one. */
+/*
+ * The kubeconfig parser (YAML included) on arbitrary text, for the current context and a named
+ * one; and the --kube-context path: the lenient reading, the refusals, the agent's kubeconfig
+ * and the kube rules.
+ */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kube-expose.h"
 #include "kubeconfig.h"
+#include "rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,5 +28,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (up_kubeconfig_load_text((const char *)data, size, "x", &c, err, sizeof(err)) == 0)
 		c = up_kube_context_free(c);
+	if (up_kubeconfig_inspect_text((const char *)data, size, "x", &c, err, sizeof(err)) == 0) {
+		struct up_kube_exposed *k = up_kube_exposed_new();
+		struct up_ruleset *rs = up_ruleset_new();
+		if (k && rs && up_kube_expose_add(k, c, err, sizeof(err)) == 0) {
+			json_decref(up_kube_expose_kubeconfig(k, "-----BEGIN CERTIFICATE-----\n"));
+			if (up_kube_expose_rules(k, rs) < 0)
+				__builtin_trap(); /* an exposed context always makes a valid rule */
+		} else if (k && rs && strlen(err) == 0) {
+			__builtin_trap();
+		}
+		up_ruleset_free(rs);
+		up_kube_exposed_free(k);
+		c = up_kube_context_free(c);
+	}
 	return 0;
 }
