@@ -178,6 +178,13 @@
 #define UP_MAX_MITM_CA_FILE_SIZE (1024 * 1024)
 /* --kube-context: contexts exposed to one agent. */
 #define UP_MAX_KUBE_CONTEXTS 32
+/* --ssh-key-dir: entries looked at, files taken (keys, certificates, config), the size of one
+ * (a larger file is not a key and is ignored, unless it is the config or a certificate), and how
+ * long `ssh-keygen -y` may take for one key. */
+#define UP_MAX_SSH_DIR_ENTRIES 1024
+#define UP_MAX_SSH_FILES 32
+#define UP_MAX_SSH_FILE_SIZE (64 * 1024)
+#define UP_SSH_KEYGEN_TIMEOUT_MS 10000
 /* Config files (daemon/config-file.c): the largest one read, and how many folders up from the cwd. */
 #define UP_MAX_CONFIG_FILE_SIZE (256 * 1024)
 #define UP_MAX_CONFIG_FILES 64

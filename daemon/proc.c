@@ -16,7 +16,14 @@ extern char **environ;
 int up_run_capture(char *const argv[], int timeout_ms, bool with_stderr, char *out, size_t len,
 		   int *status)
 {
+	return up_run_capture_env(argv, environ, false, timeout_ms, with_stderr, out, len, status);
+}
+
+int up_run_capture_env(char *const argv[], char *const envp[], bool new_session, int timeout_ms,
+		       bool with_stderr, char *out, size_t len, int *status)
+{
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
 	struct timespec t0, t;
 	size_t used = 0;
 	int p[2], r, waited = 0;
@@ -32,7 +39,11 @@ int up_run_capture(char *const argv[], int timeout_ms, bool with_stderr, char *o
 		(void)posix_spawn_file_actions_adddup2(&fa, p[1], 2);
 	else
 		(void)posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	(void)posix_spawnattr_init(&attr);
+	if (new_session)
+		(void)posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+	r = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
+	(void)posix_spawnattr_destroy(&attr);
 	(void)posix_spawn_file_actions_destroy(&fa);
 	(void)close(p[1]);
 	if (r != 0) {

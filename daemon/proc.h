@@ -11,3 +11,7 @@
  * or a negative errno from the spawn (-ENOENT: no such program). Blocks: threadpool only. */
 int up_run_capture(char *const argv[], int timeout_ms, bool with_stderr, char *out, size_t len,
 		   int *status);
+/* The same with the environment `envp`; with new_session the command runs in a session of its
+ * own, without a controlling terminal (so nothing it runs can prompt on the user's). */
+int up_run_capture_env(char *const argv[], char *const envp[], bool new_session, int timeout_ms,
+		       bool with_stderr, char *out, size_t len, int *status);

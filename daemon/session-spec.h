@@ -62,6 +62,21 @@ struct up_agent_contrib {
 	const char *memory_limit;      /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
 };
 
+/* One file from --ssh-key-dir (daemon/ssh-keys.h); owns name and data. */
+struct up_ssh_file {
+	char *name; /* a Secret key and a file name in ~/.ssh: [-._a-zA-Z0-9]+ */
+	char *data;
+	size_t len;
+};
+
+/* What --ssh-key-dir gives: private keys for the holder pod, public files for the agent. */
+struct up_ssh_keys {
+	struct up_ssh_file *keys; /* secret: private keys by file name; Secret ssh-agent-keys only */
+	size_t n_keys;
+	struct up_ssh_file *pub; /* <key>.pub (derived), config, *-cert.pub: Secret ssh-pub */
+	size_t n_pub;
+};
+
 /* Host mounts and per-session options beyond the agent's own (uplink run's flags). */
 struct up_session_extras {
 	json_t *mounts;    /* [{"path", "dir": bool, "read_only": bool}]: host paths, resolved */
@@ -71,6 +86,7 @@ struct up_session_extras {
 	/* --kube-context: the agent's kubeconfig, the mitm's client certificates (secret) */
 	const struct up_kube_exposed *kube; /* NULL or none = no context */
 	bool mitm_insecure, mitm_debug;
+	struct up_ssh_keys ssh; /* n_keys == 0: no ssh-agent holder, relay or ~/.ssh files */
 };
 
 struct up_session_spec {
@@ -96,6 +112,8 @@ struct up_session_spec {
 	/* The mitm Service's cluster IP, mapped to "mitm" by a hostAliases entry. NULL: the
 	 * agent pod is rendered without it; up_manifests_set_mitm_ip() adds it once known. */
 	const char *mitm_cluster_ip;
+	/* The same for the ssh-agent holder's Service, mapped to "ssh-agent" (only with keys). */
+	const char *ssh_agent_cluster_ip;
 	struct up_agent_contrib contrib;
 	const struct up_session_extras *extras; /* NULL = none */
 };
