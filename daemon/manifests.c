@@ -28,6 +28,11 @@ enum tpl {
 	TPL_MITM_POD,
 	TPL_MITM_SVC,
 	TPL_AGENT_POD,
+	TPL_SSH_POD,
+	TPL_SSH_SVC,
+	TPL_NP_SSH,
+	TPL_NP_AGENT_SSH,
+	TPL_SSH_RELAY,
 	TPL_SYS_NAMESPACE,
 	TPL_REGISTRY,
 	TPL_REGISTRY_SVC,
@@ -54,6 +59,12 @@ static const struct {
 	[TPL_AGENT_POD] = { "agent-pod.yaml", "Pod",
 			    { "metadata.labels", "spec.containers.0.env",
 			      "spec.containers.0.volumeMounts", "spec.volumes" } },
+	[TPL_SSH_POD] = { "ssh-agent-pod.yaml", "Pod",
+			  { "metadata.labels", "spec.securityContext", "spec.containers.0.securityContext" } },
+	[TPL_SSH_SVC] = { "ssh-agent-service.yaml", "Service", { "metadata.labels" } },
+	[TPL_NP_SSH] = { "netpol-ssh-agent.yaml", "NetworkPolicy", { "metadata.labels" } },
+	[TPL_NP_AGENT_SSH] = { "agent-egress-ssh-agent.yaml", NULL, { "to", "ports" } },
+	[TPL_SSH_RELAY] = { "ssh-agent-relay.yaml", NULL, { "name", "securityContext", "volumeMounts" } },
 	[TPL_SYS_NAMESPACE] = { "system-namespace.yaml", "Namespace", { "metadata" } },
 	[TPL_REGISTRY] = { "registry-deployment.yaml", "Deployment",
 			   { "spec.template.spec.containers.0" } },
@@ -272,13 +283,17 @@ static bool is_ip(const char *s)
 #define UPSTREAM_CA_SECRET "upstream-ca"
 #define UPSTREAM_CA_DIR "/upstream-ca"
 #define MOUNT_PREFIX "mount-"
+#define SSH_SOCK_VOLUME "ssh-sock" /* the relay's socket, shared with the main container */
+#define SSH_SOCK_DIR "/ssh-agent"  /* manifests/ssh-agent-relay.yaml */
+#define SSH_AUTH_SOCK SSH_SOCK_DIR "/agent.sock"
 
 static bool reserved_volume(const char *n)
 {
 	static const char *const names[] = { "uplink-ca", UP_MANIFEST_ADDON_CONFIGMAP,
 					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET,
 					     GIT_SECRET, UPSTREAM_CA_SECRET, UP_KUBE_CONFIGMAP,
-					     UP_KUBE_CERTS_SECRET };
+					     UP_KUBE_CERTS_SECRET, UP_MANIFEST_SSH_KEYS_SECRET,
+					     UP_MANIFEST_SSH_PUB_SECRET, SSH_SOCK_VOLUME };
 
 	if (startswith(n, MOUNT_PREFIX))
 		return true;
@@ -373,6 +388,14 @@ static int check_extras(const struct up_session_extras *x, char *err, size_t len
 			return failf(err, len, "kube context '%s': '%s' is not a valid Secret key",
 				     x->kube->ctx[k].name, key);
 	}
+	for (size_t j = 0; j < x->ssh.n_keys + x->ssh.n_pub; j++) {
+		const struct up_ssh_file *f = j < x->ssh.n_keys ? &x->ssh.keys[j]
+								 : &x->ssh.pub[j - x->ssh.n_keys];
+		if (!is_key(f->name, false) || streq(f->name, ".") || streq(f->name, "..") || !f->data)
+			return failf(err, len, "SSH file '%s' is not a valid key", f->name ? f->name : "(null)");
+	}
+	if (x->ssh.n_pub > 0 && x->ssh.n_keys == 0)
+		return failf(err, len, "SSH public files without a private key");
 	return 0;
 }
 
@@ -387,6 +410,11 @@ static bool has_kube_certs(const struct up_session_extras *x)
 		if (x->kube->ctx[i].client_pem)
 			return true;
 	return false;
+}
+
+static bool has_ssh(const struct up_session_spec *s)
+{
+	return s->extras && s->extras->ssh.n_keys > 0;
 }
 
 static int check_spec(const struct up_session_spec *s, char *err, size_t len)
@@ -420,6 +448,11 @@ static int check_spec(const struct up_session_spec *s, char *err, size_t len)
 		return failf(err, len, "the session CA certificate and key are required");
 	if (s->mitm_cluster_ip && !is_ip(s->mitm_cluster_ip))
 		return failf(err, len, "mitm cluster IP '%s' is not an IP address", s->mitm_cluster_ip);
+	if (s->ssh_agent_cluster_ip && !is_ip(s->ssh_agent_cluster_ip))
+		return failf(err, len, "ssh-agent cluster IP '%s' is not an IP address",
+			     s->ssh_agent_cluster_ip);
+	if (has_ssh(s) && s->uid == 0)
+		return failf(err, len, "the ssh-agent holder pod cannot run as root");
 	if (s->extras && check_extras(s->extras, err, len) < 0)
 		return -EINVAL;
 	return check_contrib(s, err, len);
@@ -622,7 +655,19 @@ static int render_kube_data(struct render *c)
 	return add(c, o);
 }
 
-/* §4.3: the upstream CA bundle, then the git overlay; each only when there is one. */
+static int render_files(struct render *c, const char *name, const struct up_ssh_file *f, size_t n)
+{
+	json_t *o = data_object(c, true, name);
+	int r = o ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = data_put(o, true, f[i].name, f[i].data, f[i].len);
+	if (r < 0)
+		return json_decref(o), r;
+	return add(c, o);
+}
+
+/* §4.3: the upstream CA bundle, the git overlay, the SSH keys; each only when there is one. */
 static int render_extras_data(struct render *c)
 {
 	const struct up_session_extras *x = c->s->extras;
@@ -642,6 +687,12 @@ static int render_extras_data(struct render *c)
 		r = o ? data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig)) : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
+	}
+	if (has_ssh(c->s)) {
+		/* The private keys for the holder pod alone; their public halves for the agent. */
+		if ((r = render_files(c, UP_MANIFEST_SSH_KEYS_SECRET, x->ssh.keys, x->ssh.n_keys)) < 0)
+			return r;
+		return render_files(c, UP_MANIFEST_SSH_PUB_SECRET, x->ssh.pub, x->ssh.n_pub);
 	}
 	return 0;
 }
@@ -675,6 +726,8 @@ static int render_policies(struct render *c)
 		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
 	if (agent && r == 0)
 		r = ssh_egress(c, agent);
+	if (agent && r == 0 && has_ssh(c->s))
+		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_SSH]));
 	if (!deny || !agent || !mitm || r < 0) {
 		json_decref(deny);
 		json_decref(agent);
@@ -683,7 +736,10 @@ static int render_policies(struct render *c)
 	}
 	r = add(c, deny);
 	r = r < 0 ? (json_decref(agent), r) : add(c, agent);
-	return r < 0 ? (json_decref(mitm), r) : add(c, mitm);
+	r = r < 0 ? (json_decref(mitm), r) : add(c, mitm);
+	if (r == 0 && has_ssh(c->s))
+		r = add(c, object(c, TPL_NP_SSH, "ssh-agent-policy"));
+	return r;
 }
 
 static int set_option(json_t *args, const char *opt)
@@ -750,6 +806,78 @@ static int render_mitm(struct render *c)
 	}
 	r = add(c, pod);
 	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+}
+
+/* runAsUser and runAsGroup of the host user: on a pod or container security context. */
+static int host_ids(const struct up_session_spec *s, json_t *ctx, bool fs_group)
+{
+	if (!ctx || put(ctx, "runAsUser", json_integer((json_int_t)s->uid)) < 0 ||
+	    put(ctx, "runAsGroup", json_integer((json_int_t)s->gid)) < 0 ||
+	    (fs_group && put(ctx, "fsGroup", json_integer((json_int_t)s->gid)) < 0))
+		return -ENOMEM;
+	return 0;
+}
+
+/* --ssh-key-dir: the holder pod and its Service (manifests/ssh-agent-pod.yaml). */
+static int render_ssh_agent(struct render *c)
+{
+	json_t *pod = object(c, TPL_SSH_POD, UP_MANIFEST_SSH_AGENT);
+	json_t *svc = object(c, TPL_SSH_SVC, UP_MANIFEST_SSH_AGENT);
+	const char *rc = c->s->mitm_runtime_class;
+	int r = pod && svc ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = put(dig(pod, "spec.containers.0"), "image", json_string(c->s->agent_image));
+	if (r == 0)
+		r = host_ids(c->s, dig(pod, "spec.securityContext"), true);
+	if (r == 0)
+		r = host_ids(c->s, dig(pod, "spec.containers.0.securityContext"), false);
+	if (r == 0 && rc && *rc)
+		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+	if (r < 0) {
+		json_decref(pod);
+		json_decref(svc);
+		return r;
+	}
+	r = add(c, pod);
+	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+}
+
+/* The agent pod's side of the relay: ~/.ssh files, the socket volume, the sidecar. */
+static int agent_ssh(struct render *c, json_t *pod)
+{
+	const struct up_ssh_keys *k = &c->s->extras->ssh;
+	json_t *spec = json_object_get(pod, "spec"), *main = dig(pod, "spec.containers.0");
+	json_t *mounts = json_object_get(main, "volumeMounts"), *vols = json_object_get(spec, "volumes");
+	json_t *relay = json_deep_copy(c->m->tpl[TPL_SSH_RELAY]);
+	char path[PATH_MAX];
+	int r = relay ? 0 : -ENOMEM;
+
+	if (r == 0)
+		r = env_add(json_object_get(main, "env"), "SSH_AUTH_SOCK", SSH_AUTH_SOCK);
+	if (r == 0)
+		r = push(vols, json_pack("{s:s, s:{s:s}}", "name", UP_MANIFEST_SSH_PUB_SECRET, "secret",
+					 "secretName", UP_MANIFEST_SSH_PUB_SECRET));
+	if (r == 0)
+		r = push(vols, json_pack("{s:s, s:{s:s, s:s}}", "name", SSH_SOCK_VOLUME, "emptyDir",
+					 "medium", "Memory", "sizeLimit", "8Mi"));
+	/* File by file: ~/.ssh itself stays the agent's, for known_hosts. */
+	for (size_t i = 0; r == 0 && i < k->n_pub; i++) {
+		if ((size_t)snprintf(path, sizeof(path), "%s/.ssh/%s", c->s->home, k->pub[i].name) >=
+		    sizeof(path))
+			return json_decref(relay), -ENAMETOOLONG;
+		r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", UP_MANIFEST_SSH_PUB_SECRET,
+					   "mountPath", path, "subPath", k->pub[i].name, "readOnly", 1));
+	}
+	if (r == 0)
+		r = push(mounts, json_pack("{s:s, s:s}", "name", SSH_SOCK_VOLUME, "mountPath", SSH_SOCK_DIR));
+	if (r == 0)
+		r = put(relay, "image", json_string(c->s->agent_image));
+	if (r == 0)
+		r = host_ids(c->s, json_object_get(relay, "securityContext"), false);
+	if (r < 0)
+		return json_decref(relay), r;
+	return push(json_object_get(spec, "containers"), relay);
 }
 
 static int agent_env(struct render *c, json_t *env)
@@ -888,6 +1016,9 @@ static int agent_pod_fill(struct render *c, json_t *pod)
 	    put(spec, "securityContext", json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
 	    (*rc && put(spec, "runtimeClassName", json_string(rc)) < 0))
 		return -ENOMEM;
+	if (has_ssh(s) && (r = agent_ssh(c, pod)) < 0)
+		return r == -EEXIST ? failf(c->err, c->err_len, "agent env SSH_AUTH_SOCK would replace "
+					    "uplink's own") : r;
 	if (s->allow_dns) { /* back to the cluster's DNS */
 		(void)json_object_del(spec, "dnsPolicy");
 		(void)json_object_del(spec, "dnsConfig");
@@ -904,8 +1035,12 @@ static int render_agent(struct render *c)
 		return json_decref(pod), r;
 	if ((r = add(c, pod)) < 0)
 		return r;
-	if (c->s->mitm_cluster_ip)
-		return up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len);
+	if (c->s->mitm_cluster_ip &&
+	    (r = up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len)) < 0)
+		return r;
+	if (c->s->ssh_agent_cluster_ip && has_ssh(c->s))
+		return up_manifests_set_ssh_agent_ip(c->objects, c->s->ssh_agent_cluster_ip, c->err,
+						     c->err_len);
 	return 0;
 }
 
@@ -939,6 +1074,8 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 		r = render_policies(&c);
 	if (r == 0)
 		r = render_mitm(&c);
+	if (r == 0 && has_ssh(spec))
+		r = render_ssh_agent(&c);
 	if (r == 0)
 		r = render_agent(&c);
 	if (r < 0) {
@@ -978,19 +1115,35 @@ int up_manifests_render_system(const struct up_manifests *tpl, const struct up_s
 	return 0;
 }
 
-int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len)
+/* The agent pod's hostAliases entry for `host`, added or replaced; the others stay. */
+static int set_alias(json_t *objects, const char *host, const char *ip, char *err, size_t err_len)
 {
-	json_t *pod = json_array_get(objects, json_array_size(objects) - 1);
-
+	json_t *pod = json_array_get(objects, json_array_size(objects) - 1), *aliases, *a;
 	const char *name = json_string_value(dig(pod, "metadata.name"));
+	size_t i;
 
 	if (!name || !streq(name, "agent"))
 		return failf(err, err_len, "the last object is not the agent pod");
 	if (!is_ip(ip))
-		return failf(err, err_len, "mitm cluster IP '%s' is not an IP address",
+		return failf(err, err_len, "%s cluster IP '%s' is not an IP address", host,
 			     ip ? ip : "(null)");
-	json_t *aliases = json_pack("[{s:s, s:[s]}]", "ip", ip, "hostnames", "mitm");
-	return put(json_object_get(pod, "spec"), "hostAliases", aliases);
+	aliases = dig(pod, "spec.hostAliases");
+	if (!aliases && put(json_object_get(pod, "spec"), "hostAliases", aliases = json_array()) < 0)
+		return -ENOMEM;
+	json_array_foreach(aliases, i, a)
+		if (streq(json_string_value(dig(a, "hostnames.0")), host))
+			return put(a, "ip", json_string(ip));
+	return push(aliases, json_pack("{s:s, s:[s]}", "ip", ip, "hostnames", host));
+}
+
+int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len)
+{
+	return set_alias(objects, "mitm", ip, err, err_len);
+}
+
+int up_manifests_set_ssh_agent_ip(json_t *objects, const char *ip, char *err, size_t err_len)
+{
+	return set_alias(objects, UP_MANIFEST_SSH_AGENT, ip, err, err_len);
 }
 
 /* "<redacted: N bytes>" for base64 text of N bytes. */

@@ -22,6 +22,10 @@
 #define UP_MANIFEST_CERTS_SECRET "mitm-certs"    /* mitmproxy's confdir; mitm only */
 #define UP_MANIFEST_CA_CONFIGMAP "uplink-ca"     /* key ca.crt, the certificate alone; agent */
 #define UP_MANIFEST_AGENT_CA_PATH "/etc/uplink/ca/ca.crt"
+/* --ssh-key-dir (reference §8.2): the holder Pod and Service, also the agent's hostAliases name */
+#define UP_MANIFEST_SSH_AGENT "ssh-agent"
+#define UP_MANIFEST_SSH_KEYS_SECRET "ssh-agent-keys" /* the private keys; the holder pod only */
+#define UP_MANIFEST_SSH_PUB_SECRET "ssh-pub"         /* <key>.pub, config, certificates; agent */
 
 #define UP_AGENT_RUNTIME_CLASS_DEFAULT "kata-clh"
 #define UP_AGENT_MEMORY_LIMIT_DEFAULT "4Gi"
@@ -46,8 +50,8 @@ const char *up_manifests_addon(const struct up_manifests *m);
 
 /*
  * Renders a session: `*objects` becomes a new array, in apply order: the Namespace first,
- * then ConfigMaps and Secrets, NetworkPolicies, the mitm Pod and Service, and the agent Pod
- * last. A spec that does not hold up (a bad id, a relative cwd, a clash of names) is refused
+ * then ConfigMaps and Secrets, NetworkPolicies, the mitm Pod and Service, with SSH keys the
+ * ssh-agent holder Pod and Service, and the agent Pod last. A spec that does not hold up (a bad id, a relative cwd, a clash of names) is refused
  * with -EINVAL and a sentence in `err` naming the field.
  */
 int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
@@ -59,6 +63,8 @@ int up_manifests_render_system(const struct up_manifests *tpl, const struct up_s
 
 /* Adds (or replaces) the agent pod's hostAliases entry mapping "mitm" to `ip`. */
 int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len) _wur_;
+/* The same for "ssh-agent", the holder's Service (only with --ssh-key-dir keys). */
+int up_manifests_set_ssh_agent_ip(json_t *objects, const char *ip, char *err, size_t err_len) _wur_;
 
 /*
  * The objects as one Kubernetes List (what --dry-run prints): a new reference. Unless

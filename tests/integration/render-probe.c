@@ -4,7 +4,9 @@
  * freshly minted CA and sentinel secrets in its rules) and prints the objects as one
  * Kubernetes List in JSON, the way --dry-run does. Not installed.
  *
- *   render-probe [--show-secrets] [--allow-dns] [--no-ip] [--system] [--id HEX12]
+ *   render-probe [--show-secrets] [--allow-dns] [--no-ip] [--ssh] [--system] [--id HEX12]
+ *
+ * --ssh adds --ssh-key-dir's objects: an ssh-agent holder for one (fake) private key.
  *
  * Templates come from $UPLINK_DATA_DIR/manifests (the tests point it at the source tree).
  */
@@ -45,6 +47,15 @@ static const struct up_agent_volume volumes[] = {
 	{ .kind = UP_AGENT_VOL_EMPTYDIR, .name = "run", .medium = "Memory", .size_limit = "64Mi",
 	  .mount_path = "/run" },
 };
+static char ssh_key[] = "-----BEGIN OPENSSH PRIVATE KEY-----\nuplink-sentinel-ssh-key\n"
+			"-----END OPENSSH PRIVATE KEY-----\n";
+static char ssh_key_name[] = "id_ed25519", ssh_pub_name[] = "id_ed25519.pub";
+static char ssh_pub[] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFakeFakeFake u@h\n";
+static char ssh_config_name[] = "config", ssh_config[] = "Host git.example.com\n\tUser git\n";
+static struct up_ssh_file ssh_keys[] = { { ssh_key_name, ssh_key, sizeof(ssh_key) - 1 } };
+static struct up_ssh_file ssh_pubs[] = { { ssh_config_name, ssh_config, sizeof(ssh_config) - 1 },
+					 { ssh_pub_name, ssh_pub, sizeof(ssh_pub) - 1 } };
+
 static const char *const entrypoint[] = { "/usr/local/bin/uplink-entrypoint", NULL };
 static const char *const command[] = { "claude", "--allow-dangerously-skip-permissions", NULL };
 
@@ -66,9 +77,14 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "show-secrets", no_argument, NULL, 's' }, { "allow-dns", no_argument, NULL, 'd' },
 		{ "no-ip", no_argument, NULL, 'n' },	    { "system", no_argument, NULL, 'y' },
-		{ "id", required_argument, NULL, 'i' },	    { NULL, 0, NULL, 0 },
+		{ "id", required_argument, NULL, 'i' },	    { "ssh", no_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
 	};
-	bool show = false, dns = false, no_ip = false, sys = false;
+	bool show = false, dns = false, no_ip = false, sys = false, ssh = false;
+	struct up_session_extras extras = {
+		.mounts = json_array(), .ssh_cidrs = json_pack("[s]", "10.0.0.0/8"),
+		.ssh = { .keys = ssh_keys, .n_keys = 1, .pub = ssh_pubs, .n_pub = 2 },
+	};
 	const char *id = "0123456789ab";
 	struct up_manifests *tpl = NULL;
 	struct up_ca *ca = NULL;
@@ -83,6 +99,7 @@ int main(int argc, char **argv)
 		case 'n': no_ip = true; break;
 		case 'y': sys = true; break;
 		case 'i': id = optarg; break;
+		case 'k': ssh = true; break;
 		default: return 2;
 		}
 	}
@@ -109,12 +126,17 @@ int main(int argc, char **argv)
 		.mitm_image = "mitmproxy/mitmproxy:12.1.1", .allow_dns = dns, .rules = rules,
 		.ca_cert_pem = ca->cert_pem, .ca_key_pem = ca->key_pem,
 		.mitm_cluster_ip = no_ip ? NULL : "10.43.0.99",
+		.ssh_agent_cluster_ip = no_ip || !ssh ? NULL : "10.43.0.98",
+		.mitm_runtime_class = ssh ? "kata-clh" : NULL,
+		.extras = ssh ? &extras : NULL,
 		.contrib = { .env = env, .n_env = 1, .volumes = volumes, .n_volumes = 5,
 			     .entrypoint = entrypoint, .command = command },
 	};
 	rc = up_manifests_render(tpl, &spec, &objects, err, sizeof(err)) < 0;
 	json_decref(rules);
 out:
+	json_decref(extras.mounts);
+	json_decref(extras.ssh_cidrs);
 	if (rc)
 		fprintf(stderr, "render-probe: %s\n", err);
 	else

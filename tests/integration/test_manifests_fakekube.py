@@ -50,7 +50,7 @@ def kubectl(fakekube, *args, stdin=None):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("variant", [[], ["--allow-dns"], ["--no-ip"]])
+@pytest.mark.parametrize("variant", [[], ["--allow-dns"], ["--no-ip"], ["--ssh"], ["--ssh", "--no-ip"]])
 def test_every_object_strict_dry_run_then_real(fakekube, tmp_path, variant):
     items = render("--show-secrets", *variant)["items"]
     assert items[0]["kind"] == "Namespace" and items[-1]["metadata"]["name"] == "agent"
@@ -73,8 +73,22 @@ def test_every_object_strict_dry_run_then_real(fakekube, tmp_path, variant):
     assert agent["spec"]["automountServiceAccountToken"] is False
     if "--no-ip" in variant:
         assert "hostAliases" not in agent["spec"]
+    elif "--ssh" in variant:
+        assert agent["spec"]["hostAliases"] == [{"ip": "10.43.0.99", "hostnames": ["mitm"]},
+                                                {"ip": "10.43.0.98", "hostnames": ["ssh-agent"]}]
     else:
         assert agent["spec"]["hostAliases"] == [{"ip": "10.43.0.99", "hostnames": ["mitm"]}]
+    if "--ssh" in variant:
+        holder = fakekube.get("Pod", NS, "ssh-agent")
+        assert holder["spec"]["runtimeClassName"] == "kata-clh"
+        assert holder["spec"]["automountServiceAccountToken"] is False
+        sc = holder["spec"]["containers"][0]["securityContext"]
+        assert sc["capabilities"]["drop"] == ["ALL"] and sc["readOnlyRootFilesystem"] is True
+        assert sc["runAsUser"] == 1000 and sc["runAsNonRoot"] is True
+        assert [c["name"] for c in agent["spec"]["containers"]] == ["main", "ssh-agent-relay"]
+        assert fakekube.get("Service", NS, "ssh-agent")["spec"]["ports"][0]["port"] == 8765
+    else:
+        assert fakekube.get("Pod", NS, "ssh-agent") is None
     if "--allow-dns" in variant:
         assert agent["spec"]["dnsPolicy"] == "ClusterFirst"  # the server's default
     else:
@@ -93,8 +107,9 @@ def stream(items):
     return "".join("---\n" + json.dumps(o) + "\n" for o in items)
 
 
-def test_kubectl_server_dry_run_accepts_the_objects(fakekube, tmp_path):
-    doc = render("--show-secrets")
+@pytest.mark.parametrize("variant", [[], ["--ssh"]])
+def test_kubectl_server_dry_run_accepts_the_objects(fakekube, tmp_path, variant):
+    doc = render("--show-secrets", *variant)
     make_namespace(fakekube, tmp_path, doc["items"][0])
     # kubectl validates a v1 List on the client against the OpenAPI schemas, which
     # fakekube does not serve; the items themselves are validated by the server, strictly.
@@ -105,6 +120,9 @@ def test_kubectl_server_dry_run_accepts_the_objects(fakekube, tmp_path):
     assert all("(server dry run)" in line for line in out), r.stdout
     assert 'pod/agent created (server dry run)' in r.stdout
     assert 'networkpolicy.networking.k8s.io/agent-egress created (server dry run)' in r.stdout
+    if variant:
+        assert 'pod/ssh-agent created (server dry run)' in r.stdout
+        assert 'networkpolicy.networking.k8s.io/ssh-agent-policy created (server dry run)' in r.stdout
     # kubectl validated strictly on the server side
     queries = [q["query"] for q in fakekube.requests()
                if q["method"] in ("POST", "PATCH") and "uplinkd" not in q["query"]]
@@ -142,11 +160,11 @@ def test_the_fake_is_strict_enough_to_mean_something(fakekube, tmp_path):
 
 
 def test_dry_run_list_redacts_secrets():
-    doc = render()
+    doc = render("--ssh")
     text = json.dumps(doc)
     assert "uplink-sentinel" not in text and "PRIVATE KEY" not in text
     secrets = [o for o in doc["items"] if o["kind"] == "Secret"]
-    assert {s["metadata"]["name"] for s in secrets} >= {"rules-json", "mitm-certs"}
+    assert {s["metadata"]["name"] for s in secrets} >= {"rules-json", "mitm-certs", "ssh-agent-keys"}
     for s in secrets:
         for v in s["data"].values():
             assert v.startswith("<redacted: ") and v.endswith(" bytes>")
