@@ -181,10 +181,10 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 		return snprintf(why, len, "--kubeconfig: '%s' is not an absolute path (or a colon "
 				"list of them, as $KUBECONFIG)", p->kubeconfig && *p->kubeconfig ?
 				p->kubeconfig : p->kubeconfig_default), -EINVAL;
-	if (p->ssh_key_dir)
-		return snprintf(why, len, "--ssh-key-dir %s: not supported yet (the ssh-agent holder pod "
-				"is not built); reach git over HTTPS with a rule that injects the token "
-				"(examples/rules/git.yaml)", p->ssh_key_dir), -EINVAL;
+	/* The folder itself is read on the threadpool (daemon/ssh-keys.c). */
+	if (p->ssh_key_dir && (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
+		return snprintf(why, len, "--ssh-key-dir: '%s' is not an absolute path", p->ssh_key_dir),
+		       -EINVAL;
 	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
 		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
 				named(from, "agent_runtime_class", "--agent-runtime-class", at, sizeof(at)),
@@ -249,6 +249,8 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 								    : p->kubeconfig_default);
 	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
 	x->no_git_identity = p->no_git_identity;
+	if (p->ssh_key_dir && *p->ssh_key_dir && !(x->ssh_key_dir = strdup(p->ssh_key_dir)))
+		return -ENOMEM;
 	x->out.mitm_insecure = p->mitm_insecure;
 	x->out.mitm_debug = p->mitm_debug;
 	return x->add_dir && x->mount_rw && x->mount_ro && x->mitm_ca_cert && x->git_rewrite &&
@@ -276,11 +278,15 @@ static void warn(struct up_request *req, const char *fmt, ...)
 
 static void warn_start(struct up_request *req, const struct up_session_extra *x)
 {
-	if (json_array_size(x->out.ssh_cidrs) > 0) {
+	/* Either SSH flag alone only warns (reference §1.4 item 3). */
+	if (json_array_size(x->out.ssh_cidrs) > 0 && !x->ssh_key_dir) {
 		char *cidrs = up_json_join(x->out.ssh_cidrs, ", ");
 		warn(req, "TCP 22 egress to %s is open but no SSH keys are mounted", cidrs ? cidrs : "?");
 		free(cidrs);
 	}
+	if (x->ssh_key_dir && json_array_size(x->out.ssh_cidrs) == 0)
+		warn(req, "--ssh-key-dir without --ssh-cidr: SSH egress stays denied, so the agent has "
+		     "keys but can reach nothing on TCP 22");
 	if (x->out.mitm_insecure)
 		warn(req, "--mitm-insecure: the mitm does not verify upstream TLS certificates; anyone "
 		     "on the path can impersonate the servers the agent talks to");

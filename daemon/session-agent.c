@@ -47,8 +47,11 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		(void)snprintf(err, len, "cannot create the session folder %s: %s", dir, strerror(-r));
 		return r;
 	}
+	uid_t uid;
+	gid_t gid;
+	session_host_ids(&uid, &gid);
 	struct up_agent_input in = {
-		.mode = s->o.mode, .home = s->o.home, .uid = getuid(), .gid = getgid(),
+		.mode = s->o.mode, .home = s->o.home, .uid = uid, .gid = gid,
 		.user = s->o.user, .cwd = s->o.cwd, .args = a->args, .session_id = s->id,
 		.state_dir = s->o.dry_run ? NULL : dir, .debug = s->o.debug,
 	};

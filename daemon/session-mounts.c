@@ -18,6 +18,7 @@
 #include "rules.h"
 #include "session-git.h"
 #include "session-private.h"
+#include "ssh-keys.h"
 
 struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
 {
@@ -35,6 +36,8 @@ struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
 	json_decref(x->out.ssh_cidrs);
 	free(x->out.gitconfig);
 	free(x->out.mitm_ca_pem);
+	up_ssh_keys_done(&x->out.ssh);
+	free(x->ssh_key_dir);
 	free(x);
 	return NULL;
 }
@@ -318,14 +321,35 @@ static int read_kube(struct up_session *s, char *why, size_t len)
 		return r;
 	for (size_t i = 0; i < x->kube->n; i++)
 		if (up_kube_host_no_proxy(x->kube->ctx[i].host)) {
-			(void)snprintf(x->kube_warning, sizeof(x->kube_warning),
-				       "--kube-context %s: the API server %s is in the agent's NO_PROXY "
-				       "(localhost, 127.0.0.1, ::1, .local), so the agent's kubectl goes "
-				       "around the proxy and reaches nothing", x->kube->ctx[i].name,
-				       x->kube->ctx[i].host);
+			if (json_array_append_new(s->warnings, json_sprintf(
+				    "--kube-context %s: the API server %s is in the agent's NO_PROXY "
+				    "(localhost, 127.0.0.1, ::1, .local), so the agent's kubectl goes "
+				    "around the proxy and reaches nothing", x->kube->ctx[i].name,
+				    x->kube->ctx[i].host)) < 0)
+				return -ENOMEM;
 			break;
 		}
 	return 0;
+}
+
+/* --ssh-key-dir: the holder's keys and the agent's ~/.ssh files (daemon/ssh-keys.h). */
+static int read_ssh_keys(struct up_session_extra *x, json_t *warnings, char *why, size_t len)
+{
+	bool no_keys = false;
+	uid_t uid;
+	gid_t gid;
+	int r;
+
+	if (!x->ssh_key_dir)
+		return 0;
+	session_host_ids(&uid, &gid);
+	r = up_ssh_keys_load(x->ssh_key_dir, uid, &x->out.ssh, &no_keys, why, len);
+	if (r == 0 && no_keys &&
+	    json_array_append_new(warnings, json_sprintf("--ssh-key-dir %s holds no private keys: no "
+							 "ssh-agent relay started, and nothing of it "
+							 "is mounted", x->ssh_key_dir)) < 0)
+		return -ENOMEM;
+	return r;
 }
 
 int session_mounts_prepare(struct up_session *s)
@@ -341,6 +365,8 @@ int session_mounts_prepare(struct up_session *s)
 		r = read_ca_files(x, why, sizeof(why));
 	if (r >= 0)
 		r = read_kube(s, why, sizeof(why)); /* after the CA files: its CAs go after theirs */
+	if (r >= 0)
+		r = read_ssh_keys(x, s->warnings, why, sizeof(why));
 	if (r >= 0)
 		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig, s->warnings);
 	if (r < 0) {

@@ -13,6 +13,7 @@
 #include "cluster.h"
 #include "kube.h"
 #include "log.h"
+#include "manifests.h"
 #include "rpc.h"
 #include "session-audit.h"
 #include "session-private.h"
@@ -124,9 +125,11 @@ void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod
 		s->agent_ready = pod_ready(pod);
 	else if (!strcmp(name, "mitm"))
 		s->mitm_ready = pod_ready(pod);
+	else if (!strcmp(name, UP_MANIFEST_SSH_AGENT))
+		s->ssh_agent_ready = pod_ready(pod);
 	if (!pod_ready(pod))
 		note_waiting(s, name, pod);
-	if (s->agent_ready && s->mitm_ready)
+	if (s->agent_ready && s->mitm_ready && (!s->need_ssh_agent || s->ssh_agent_ready))
 		running(s);
 }
 
@@ -176,10 +179,16 @@ void session_start_waiting(struct up_session *s)
 	json_t *p;
 
 	session_set_state(s, UP_SESSION_STARTING, NULL);
-	session_progress(s, "start", 0, 2, "waiting for the mitm and agent pods");
+	if (s->need_ssh_agent)
+		session_progress(s, "start", 0, 3, "waiting for the mitm, ssh-agent and agent pods");
+	else
+		session_progress(s, "start", 0, 2, "waiting for the mitm and agent pods");
 	session_start_timer(s, on_start_timeout, (uint64_t)start_timeout_s() * 1000);
 	/* Events may have come before we listened: look at the cache too. */
 	if (pods && (p = up_kube_watch_get(pods, s->ns, "mitm")))
+		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
+	if (pods && s->need_ssh_agent && s->state == UP_SESSION_STARTING &&
+	    (p = up_kube_watch_get(pods, s->ns, UP_MANIFEST_SSH_AGENT)))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
 	if (pods && s->state == UP_SESSION_STARTING && (p = up_kube_watch_get(pods, s->ns, "agent")))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);

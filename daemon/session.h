@@ -36,8 +36,8 @@ struct up_session_extra {
 	json_t *kube_context;                  /* --kube-context names, in order */
 	char *kubeconfig;                      /* their kubeconfig(s), a colon list; NULL: the daemon's */
 	struct up_kube_exposed *kube;          /* read on the thread pool; out.kube points here */
-	char kube_warning[512];                /* said once the session is prepared; "" = none */
 	bool no_git_identity;
+	char *ssh_key_dir;                     /* absolute, as given; NULL = none */
 	struct up_session_extras out;          /* daemon/session-spec.h */
 };
 

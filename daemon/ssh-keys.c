@@ -67,12 +67,15 @@ void up_ssh_keygen_reason(const char *out, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (; p && *p; p = *end ? end + 1 : end) {
+		const char *stop;
 		end = p + strcspn(p, "\n");
 		while (!strncmp(p, prompt, sizeof(prompt) - 1))
 			p += sizeof(prompt) - 1;
-		if (p >= end || *p == '@') /* an empty line, or the UNPROTECTED PRIVATE KEY banner */
+		for (stop = end; stop > p && (stop[-1] == '\r' || stop[-1] == ' '); stop--)
+			;
+		if (p >= stop || *p == '@') /* an empty line, or the UNPROTECTED PRIVATE KEY banner */
 			continue;
-		(void)snprintf(buf, len, "%.*s", (int)(end - p), p);
+		(void)snprintf(buf, len, "%.*s", (int)(stop - p), p);
 		return;
 	}
 	(void)snprintf(buf, len, "ssh-keygen failed without saying why");

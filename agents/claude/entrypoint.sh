@@ -104,6 +104,12 @@ setup_home() {
 	mkdir -p "$UPLINK_HOME/.claude" || die "cannot create $UPLINK_HOME/.claude"
 	chown "$UPLINK_UID:$UPLINK_GID" "$UPLINK_HOME" "$UPLINK_HOME/.claude" 2>/dev/null ||
 		log "cannot give $UPLINK_HOME to uid $UPLINK_UID"
+	# --ssh-key-dir mounts files into ~/.ssh one by one; the folder is the user's, for known_hosts.
+	if [ -d "$UPLINK_HOME/.ssh" ]; then
+		chown "$UPLINK_UID:$UPLINK_GID" "$UPLINK_HOME/.ssh" 2>/dev/null &&
+			chmod 0700 "$UPLINK_HOME/.ssh" ||
+			log "cannot give $UPLINK_HOME/.ssh to uid $UPLINK_UID"
+	fi
 }
 
 start_dockerd() {

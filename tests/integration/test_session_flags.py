@@ -4,7 +4,12 @@ full. The real daemon and client, the fake API server; nothing reaches the clust
 
 import base64
 import json
+import os
+import shutil
+import signal
+import socket
 import subprocess
+import time
 
 import pytest
 
@@ -27,6 +32,9 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     (h / "not-a-cert.pem").write_text("hello\n")
     (h / "link").symlink_to(h / "other")
     (e.tmp / "outside").mkdir()
+    make_ssh_dirs(h)
+    # Tests run as root; the holder pod must not (the refusal is tested without this).
+    e.daemon.env["UPLINK_DEBUG_UID"] = "1000:1000"
     e.daemon.start()
     wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
              what="the deploy cluster to sync")
@@ -34,6 +42,45 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     rc = e.daemon.stop()
     e.daemon.close()
     assert rc == 0, e.daemon.logs()[-3000:]
+
+
+def keygen(path, *args, comment="ada@example.com"):
+    subprocess.run(["ssh-keygen", "-q", "-N", "", "-C", comment, "-f", str(path), *args], check=True,
+                   stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def make_ssh_dirs(h):
+    """keys: the folder of every kind; the others for one validation message each."""
+    k = h / "keys"
+    k.mkdir()
+    keygen(k / "id_ed25519", "-t", "ed25519")
+    keygen(k / "deploy", "-t", "rsa", "-b", "2048", "-m", "PEM", comment="deploy@ci")
+    keygen(k / "ca", "-t", "ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-s", str(k / "ca"), "-I", "ada", "-n", "git",
+                    str(k / "id_ed25519.pub")], check=True, capture_output=True)
+    (k / "ca").unlink()
+    (k / "ca.pub").unlink()
+    (k / "id_ed25519.pub").write_text("ssh-ed25519 AAAA-stale-not-used old\n")  # re-derived
+    (k / "config").write_text("Host git.example.com\n\tUser git\n\tIdentityFile ~/.ssh/id_ed25519.pub\n")
+    (k / "known_hosts").write_text("git.example.com ssh-ed25519 AAAAknown\n")
+    (k / "notes").write_text("not a key\n")
+    (k / "sub").mkdir()
+    keygen(k / "sub" / "nested", "-t", "ed25519")  # folders are not looked into
+    d = h / "keys-dot"
+    d.mkdir()
+    keygen(d / ".hidden", "-t", "ed25519")
+    p = h / "keys-pass"
+    p.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-N", "secret-pass", "-t", "ed25519", "-f", str(p / "id_pass")],
+                   check=True, capture_output=True)
+    b = h / "keys-bad"
+    b.mkdir()
+    (b / "broken").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nbm90IGEga2V5\n-----END OPENSSH PRIVATE KEY-----\n")
+    b.joinpath("broken").chmod(0o600)
+    n = h / "keys-none"
+    n.mkdir()
+    (n / "config").write_text("Host *\n")
+    (n / "id_old.pub").write_text("ssh-ed25519 AAAA old\n")
 
 
 def dry(env, *args, env_vars=None):
@@ -118,6 +165,313 @@ def test_ssh_cidr_opens_tcp_22_to_exactly_those_networks(env):
     assert ssh_rules(plain) == [] and "TCP 22" not in r2.stderr
     egress = by[("NetworkPolicy", "agent-egress")]["spec"]["egress"]
     assert [e for e in egress if e not in rules] == plain[("NetworkPolicy", "agent-egress")]["spec"]["egress"]
+
+
+# ---------------------------------------------------------------- --ssh-key-dir (§8.2)
+
+def derived_pub(path):
+    return subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def key_body(path):
+    """A line from the middle of a private key: what must never leave ssh-agent-keys."""
+    lines = path.read_text().splitlines()
+    return lines[len(lines) // 2]
+
+
+def pod_spec(by, name):
+    return by[("Pod", name)]["spec"]
+
+
+def test_ssh_key_dir_objects(env):
+    h, k = env.home, env.home / "keys"
+    by, names, r = dry(env, "--ssh-key-dir", str(k), "--ssh-cidr", "10.0.0.0/8",
+                       "--mitm-runtime-class", "kata-clh")
+    assert r.returncode == 0, r.stderr
+    # Secrets: the private keys alone in ssh-agent-keys; public halves, the cert and config in ssh-pub
+    keys = by[("Secret", "ssh-agent-keys")]["data"]
+    assert {n: base64.b64decode(v).decode() for n, v in keys.items()} == {
+        "deploy": (k / "deploy").read_text(), "id_ed25519": (k / "id_ed25519").read_text()}
+    pub = {n: base64.b64decode(v).decode() for n, v in by[("Secret", "ssh-pub")]["data"].items()}
+    assert pub == {"config": (k / "config").read_text(),
+                   "deploy.pub": derived_pub(k / "deploy"),
+                   "id_ed25519.pub": derived_pub(k / "id_ed25519"),
+                   "id_ed25519-cert.pub": (k / "id_ed25519-cert.pub").read_text()}
+    assert pub["id_ed25519.pub"].endswith(" ada@example.com\n")
+    # order: Secrets before the policies, the holder before the agent, the agent last
+    for n in ("Secret/ssh-agent-keys", "Secret/ssh-pub"):
+        assert names.index(n) < names.index("NetworkPolicy/default-deny")
+    assert names.index("Pod/ssh-agent") < names.index("Pod/agent") == len(names) - 1
+    assert "Service/ssh-agent" in names and "NetworkPolicy/ssh-agent-policy" in names
+
+    # the holder: hardened, the host uid, the agent image, the mitm's runtime class
+    holder = pod_spec(by, "ssh-agent")
+    assert by[("Pod", "ssh-agent")]["metadata"]["labels"]["app"] == "ssh-agent"
+    assert holder["runtimeClassName"] == "kata-clh"
+    assert holder["automountServiceAccountToken"] is False and holder["enableServiceLinks"] is False
+    assert holder["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"},
+                                         "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000}
+    [c] = holder["containers"]
+    assert c["image"] == "example/agent:1" and c["imagePullPolicy"] == "Always"
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "privileged": False,
+        "readOnlyRootFilesystem": True, "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
+        "seccompProfile": {"type": "RuntimeDefault"}}
+    assert c["resources"] == {"limits": {"memory": "128Mi", "cpu": "250m"},
+                              "requests": {"memory": "32Mi", "cpu": "20m"}}
+    assert c["readinessProbe"]["exec"]["command"] == ["ssh-add", "-l"]
+    assert {"name": "SSH_AUTH_SOCK", "value": "/run/ssh-agent/agent.sock"} in c["env"]
+    assert c["command"][:2] == ["/bin/sh", "-c"]
+    assert c["command"][3:] == ["ssh-agent-holder", "/keys", "/run/ssh-agent/agent.sock", "8765"]
+    assert c["ports"] == [{"name": "ssh-agent", "containerPort": 8765, "protocol": "TCP"}]
+    assert c["volumeMounts"] == [{"name": "keys", "mountPath": "/keys", "readOnly": True},
+                                 {"name": "socket", "mountPath": "/run/ssh-agent"}]
+    assert holder["volumes"] == [
+        {"name": "keys", "secret": {"secretName": "ssh-agent-keys", "defaultMode": 0o440}},
+        {"name": "socket", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}}]
+    svc = by[("Service", "ssh-agent")]["spec"]
+    assert svc["selector"] == {"app": "ssh-agent"}
+    assert svc["ports"] == [{"name": "ssh-agent", "protocol": "TCP", "port": 8765, "targetPort": 8765}]
+
+    # policies: the agent may reach the holder on 8765; only the agent may reach it; it reaches nothing
+    egress = by[("NetworkPolicy", "agent-egress")]["spec"]["egress"]
+    assert {"to": [{"podSelector": {"matchLabels": {"app": "ssh-agent"}}}],
+            "ports": [{"protocol": "TCP", "port": 8765}]} in egress
+    pol = by[("NetworkPolicy", "ssh-agent-policy")]["spec"]
+    assert pol == {"podSelector": {"matchLabels": {"app": "ssh-agent"}}, "policyTypes": ["Ingress", "Egress"],
+                   "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "agent"}}}],
+                                "ports": [{"protocol": "TCP", "port": 8765}]}],
+                   "egress": []}
+
+    # the agent: ~/.ssh file by file, the socket, SSH_AUTH_SOCK, the relay sidecar
+    agent = pod_spec(by, "agent")
+    main, relay = agent["containers"]
+    assert {"name": "SSH_AUTH_SOCK", "value": "/ssh-agent/agent.sock"} in main["env"]
+    ssh_mounts = [m for m in main["volumeMounts"] if m["name"] in ("ssh-pub", "ssh-sock")]
+    assert ssh_mounts == [{"name": "ssh-pub", "mountPath": f"{h}/.ssh/{n}", "subPath": n, "readOnly": True}
+                          for n in sorted(pub)] + [{"name": "ssh-sock", "mountPath": "/ssh-agent"}]
+    assert {"name": "ssh-pub", "secret": {"secretName": "ssh-pub"}} in agent["volumes"]
+    assert {"name": "ssh-sock", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}} in agent["volumes"]
+    assert relay["name"] == "ssh-agent-relay" and relay["image"] == "example/agent:1"
+    assert relay["command"] == ["socat", "UNIX-LISTEN:/ssh-agent/agent.sock,fork,unlink-early,mode=0666",
+                                "TCP:ssh-agent:8765"]
+    assert relay["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert relay["securityContext"]["runAsUser"] == 1000 and relay["securityContext"]["runAsNonRoot"] is True
+    assert relay["securityContext"]["readOnlyRootFilesystem"] is True
+    assert relay["volumeMounts"] == [{"name": "ssh-sock", "mountPath": "/ssh-agent"}]
+    assert relay["resources"] == {"limits": {"memory": "64Mi", "cpu": "200m"},
+                                  "requests": {"memory": "16Mi", "cpu": "10m"}}
+    # no warning: keys and egress together
+    assert "SSH egress stays denied" not in r.stderr and "TCP 22 egress" not in r.stderr
+
+
+def test_ssh_private_keys_appear_only_in_their_secret(env):
+    k = env.home / "keys"
+    sentinels = [key_body(k / "id_ed25519"), key_body(k / "deploy")]
+    by, _, r = dry(env, "--ssh-key-dir", str(k))  # --show-secrets
+    assert r.returncode == 0
+    seen = []
+    for (kind, name), o in by.items():
+        if (kind, name) == ("Secret", "ssh-agent-keys"):
+            continue
+        text = json.dumps(o)
+        if kind == "Secret":
+            text += "".join(base64.b64decode(v).decode(errors="replace") for v in o["data"].values())
+        seen += [(kind, name) for s in sentinels if s in text]
+        # (the session CA's key is a PRIVATE KEY too, in mitm-certs: not one of these)
+        assert "OPENSSH PRIVATE KEY" not in text and "RSA PRIVATE KEY" not in text, (kind, name)
+    assert seen == []
+    # the holder mounts the keys; nothing the agent pod refers to holds them
+    agent = json.dumps(by[("Pod", "agent")])
+    assert "ssh-agent-keys" not in agent and "ssh-agent-keys" not in json.dumps(by[("Pod", "mitm")])
+    assert "ssh-agent-keys" in json.dumps(by[("Pod", "ssh-agent")])
+    keys = by[("Secret", "ssh-agent-keys")]["data"]
+    assert all(s in "".join(base64.b64decode(v).decode() for v in keys.values()) for s in sentinels)
+    # neither the client's output nor the daemon's log, and not when the secrets are redacted
+    r2 = env.run("claude", "--dry-run", "--image", "example/agent:1", "--ssh-key-dir", str(k), check=0)
+    for text in (r.stderr, r2.stdout, r2.stderr, env.daemon.logs()):
+        assert not [s for s in sentinels if s in text]
+        assert "OPENSSH PRIVATE KEY" not in text and "RSA PRIVATE KEY" not in text
+    assert json.loads(r2.stdout)["items"]
+
+
+@pytest.mark.parametrize("args,warnings,absent", [
+    (["--ssh-key-dir", "H/keys"],
+     ["--ssh-key-dir without --ssh-cidr: SSH egress stays denied, so the agent has keys but can reach "
+      "nothing on TCP 22"], ["TCP 22 egress to", "holds no private keys"]),
+    (["--ssh-key-dir", "H/keys", "--ssh-cidr", "10.0.0.0/8"], [],
+     ["SSH egress stays denied", "TCP 22 egress to", "holds no private keys"]),
+    (["--ssh-cidr", "10.0.0.0/8"], ["TCP 22 egress to 10.0.0.0/8 is open but no SSH keys are mounted"],
+     ["SSH egress stays denied"]),
+    (["--ssh-key-dir", "H/keys-none", "--ssh-cidr", "10.0.0.0/8"],
+     ["--ssh-key-dir H/keys-none holds no private keys: no ssh-agent relay started"],
+     ["SSH egress stays denied", "TCP 22 egress to"]),
+])
+def test_ssh_warnings(env, args, warnings, absent):
+    h = str(env.home)
+    args = [a.replace("H", h, 1) if a.startswith("H") else a for a in args]
+    by, names, r = dry(env, *args)
+    assert r.returncode == 0, r.stderr
+    for w in warnings:
+        assert w.replace("H/", h + "/") in r.stderr, r.stderr
+        assert w.replace("H/", h + "/") in env.daemon.logs()
+    for a in absent:
+        assert a not in r.stderr
+    with_keys = "H/keys" in " ".join(a.replace(h, "H") for a in args).split()
+    ssh_names = {"Secret/ssh-agent-keys", "Secret/ssh-pub", "Pod/ssh-agent", "Service/ssh-agent",
+                 "NetworkPolicy/ssh-agent-policy"}
+    assert (ssh_names <= set(names)) == with_keys and (ssh_names & set(names) == set()) == (not with_keys)
+    agent = json.dumps(by[("Pod", "agent")])
+    assert ("SSH_AUTH_SOCK" in agent) == with_keys and ("ssh-agent-relay" in agent) == with_keys
+
+
+def test_ssh_keygen_reason_is_in_the_message(env):
+    for d, why in (("keys-pass", "incorrect passphrase supplied to decrypt private key"),
+                   ("keys-bad", None)):
+        key = next((env.home / d).iterdir())
+        if why is None:  # the wording varies with OpenSSH's version: ask it
+            own = subprocess.run(["ssh-keygen", "-y", "-f", str(key)], capture_output=True, text=True,
+                                 stdin=subprocess.DEVNULL, env=dict(os.environ, SSH_ASKPASS_REQUIRE="never"),
+                                 start_new_session=True)
+            why = own.stderr.strip().splitlines()[0].replace("Enter passphrase: ", "").strip()
+        assert f'Load key "{key}": ' in why or why.startswith("incorrect")
+        r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--ssh-key-dir", str(env.home / d))
+        assert r.returncode != 0 and r.stdout == ""
+        line = [l for l in r.stderr.splitlines() if "could not load SSH key" in l][0]
+        assert why in line and "Enter passphrase" not in line, line
+        assert line.endswith("The key must be a valid, passphraseless private key (the ssh-agent holder "
+                             "cannot ask for a passphrase)"), line
+    assert "secret-pass" not in env.daemon.logs()
+
+
+def test_ssh_key_dir_refused_as_root(env):
+    """The holder runs as the host uid and must not be root; a key dir without keys is fine."""
+    env.daemon.stop()
+    env.daemon.env.pop("UPLINK_DEBUG_UID")
+    env.daemon.start()
+    wait_for(lambda: env.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+             what="the deploy cluster to sync")
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--ssh-key-dir", str(env.home / "keys"))
+    assert r.returncode != 0 and r.stdout == ""
+    assert "--ssh-key-dir is unsupported when running uplinkd as root" in r.stderr, r.stderr
+    by, _, r = dry(env, "--ssh-key-dir", str(env.home / "keys-none"))
+    assert r.returncode == 0 and ("Pod", "ssh-agent") not in by
+
+
+# ---------------------------------------------------------------- the holder script, for real
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_path(p, proc, what):
+    for _ in range(100):
+        if p.exists():
+            return
+        assert proc.poll() is None, f"{what} exited {proc.returncode}"
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: {p} did not appear")
+
+
+def start(cmd, env=None, log=None):
+    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc):
+    if proc and proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def secret_as_volume(secret, folder):
+    """What kubelet makes of a Secret: files 0644 (here: readable by others, as defaultMode
+    is not honoured by a plain folder) and hidden ..data entries the script must skip."""
+    folder.mkdir()
+    (folder / "..data").mkdir()
+    (folder / "..data" / "junk").write_text("not a key")
+    for name, v in secret["data"].items():
+        (folder / name).write_bytes(base64.b64decode(v))
+        (folder / name).chmod(0o644)
+
+
+def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
+    if not shutil.which("socat"):
+        subprocess.run(["apt-get", "install", "-y", "-q", "socat"], capture_output=True, timeout=300)
+    if not (shutil.which("socat") and shutil.which("ssh-agent") and shutil.which("ssh-add")):
+        pytest.skip("socat, ssh-agent or ssh-add is missing and could not be installed")
+    k = env.home / "keys"
+    by, _, r = dry(env, "--ssh-key-dir", str(k))
+    holder_cmd = pod_spec(by, "ssh-agent")["containers"][0]["command"]
+    relay_cmd = pod_spec(by, "agent")["containers"][1]["command"]
+    keys = tmp_path / "keys"
+    secret_as_volume(by[("Secret", "ssh-agent-keys")], keys)
+    sock, relay_sock, port = tmp_path / "agent.sock", tmp_path / "relay.sock", free_port()
+    # the exact script, with the pod's paths and port swapped for local ones
+    assert holder_cmd[3:] == ["ssh-agent-holder", "/keys", "/run/ssh-agent/agent.sock", "8765"]
+    cmd = holder_cmd[:4] + [str(keys), str(sock), str(port)]
+    relay = [a.replace("/ssh-agent/agent.sock", str(relay_sock)).replace("ssh-agent:8765", f"127.0.0.1:{port}")
+             for a in relay_cmd]
+    env_local = {k_: v for k_, v in os.environ.items() if k_ != "SSH_AUTH_SOCK"}
+    log = open(tmp_path / "holder.log", "w+")
+    holder = relay_proc = None
+    try:
+        holder = start(cmd, env=env_local, log=log)
+        for _ in range(100):  # serving once socat listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert holder.poll() is None, open(tmp_path / "holder.log").read()
+            time.sleep(0.05)
+        # the readiness probe, against the holder's socket
+        probe = subprocess.run(["ssh-add", "-l"], env=dict(env_local, SSH_AUTH_SOCK=str(sock)),
+                               capture_output=True, text=True, timeout=10)
+        assert probe.returncode == 0, probe
+        relay_proc = start(relay, env=env_local)
+        wait_path(relay_sock, relay_proc, "the relay")
+        assert oct(relay_sock.stat().st_mode & 0o777) == "0o666"
+        listed = subprocess.run(["ssh-add", "-l"], env=dict(env_local, SSH_AUTH_SOCK=str(relay_sock)),
+                                capture_output=True, text=True, timeout=10)
+        assert listed.returncode == 0, listed
+        for name in ("id_ed25519", "deploy"):
+            fp = subprocess.run(["ssh-keygen", "-l", "-f", str(k / name)], capture_output=True, text=True,
+                                check=True).stdout.split()[1]
+            assert fp in listed.stdout, (fp, listed.stdout)
+        # and the agent signs through the relay (what ssh does with it)
+        pub = base64.b64decode(by[("Secret", "ssh-pub")]["data"]["id_ed25519.pub"])
+        (tmp_path / "id.pub").write_bytes(pub)
+        (tmp_path / "msg").write_text("hello")
+        sign = subprocess.run(["ssh-keygen", "-Y", "sign", "-n", "file", "-f", str(tmp_path / "id.pub"),
+                               str(tmp_path / "msg")], env=dict(env_local, SSH_AUTH_SOCK=str(relay_sock)),
+                              capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        assert sign.returncode == 0, sign.stderr
+        log.seek(0)
+        out = log.read()
+        assert "ssh-agent holds 2 key(s)" in out and "junk" not in out, out
+    finally:
+        stop(relay_proc)
+        stop(holder)
+        log.close()
+
+
+def test_holder_script_fails_without_a_loadable_key(env, tmp_path):
+    if not (shutil.which("socat") and shutil.which("ssh-agent")):
+        pytest.skip("socat or ssh-agent is missing")
+    by, _, _ = dry(env, "--ssh-key-dir", str(env.home / "keys"))
+    script = pod_spec(by, "ssh-agent")["containers"][0]["command"]
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "broken").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nbm9\n-----END OPENSSH PRIVATE KEY-----\n")
+    p = subprocess.run(script[:4] + [str(keys), str(tmp_path / "s.sock"), str(free_port())],
+                       capture_output=True, text=True, timeout=30, start_new_session=True)
+    assert p.returncode == 1 and "could not load SSH key broken; skipping it" in p.stderr
+    assert "no SSH keys could be loaded" in p.stderr
 
 
 # ---------------------------------------------------------------- git
@@ -249,9 +603,15 @@ ERRORS = [
     (["--ssh-cidr", "10.0.0.0/33"], "--ssh-cidr '10.0.0.0/33' is not a valid CIDR: the prefix length must be 0 to 32"),
     (["--ssh-cidr", "10.0.0.0/"], "--ssh-cidr '10.0.0.0/' is not a valid CIDR: the prefix length must be 0 to 32"),
     (["--ssh-cidr", "fd00::/129"], "--ssh-cidr 'fd00::/129' is not a valid CIDR: the prefix length must be 0 to 128"),
-    (["--ssh-key-dir", "H/other"],
-     "--ssh-key-dir H/other: not supported yet (the ssh-agent holder pod is not built); reach git "
-     "over HTTPS with a rule that injects the token (examples/rules/git.yaml)"),
+    (["--ssh-key-dir", "H/missing"], "--ssh-key-dir H/missing does not exist or is not a directory"),
+    (["--ssh-key-dir", "H/notes.txt"], "--ssh-key-dir H/notes.txt does not exist or is not a directory"),
+    (["--ssh-key-dir", "H/keys-dot"],
+     "--ssh-key-dir: the private key .hidden starts with '.', and the ssh-agent holder skips hidden "
+     "files; rename it"),
+    (["--ssh-key-dir", "H/keys-pass"],
+     "could not load SSH key id_pass: Load key"),
+    (["--ssh-key-dir", "H/keys-bad"],
+     "could not load SSH key broken: Load key"),
     # git
     (["--git-https-rewrite", "bad host"], "invalid --git-https-rewrite host: 'bad host'"),
     (["--git-https-rewrite", "git.example.com:port"], "invalid --git-https-rewrite host: 'git.example.com:port'"),
@@ -286,10 +646,11 @@ def test_all_extras_together_are_accepted_by_the_api_server(env, tmp_path):
     (h / ".gitconfig").write_text("[user]\n\tname = Ada\n\temail = ada@example.com\n")
     by, names, _ = dry(env, "--add-dir", str(h / "other"), "--mount-rw", str(h / "notes.txt"),
                        "--mount-ro", str(h / "docs"), "--ssh-cidr", "10.0.0.0/8",
+                       "--ssh-key-dir", str(h / "keys"),
                        "--git-https-rewrite", "git.example.com", "--mitm-ca-cert", str(h / "ca-b.pem"),
                        "--mitm-insecure", "--mitm-debug")
     items = list(by.values())
-    assert {"Secret/git-config", "Secret/upstream-ca"} <= set(names)
+    assert {"Secret/git-config", "Secret/upstream-ca", "Secret/ssh-agent-keys", "Pod/ssh-agent"} <= set(names)
     env.fk.create("Namespace", None, {"metadata": {"name": items[0]["metadata"]["name"]}})
     stream = "\n".join(json.dumps(i) for i in items[1:])
     k = subprocess.run(["kubectl", "--kubeconfig", env.fk.kubeconfig, "apply", "--dry-run=server",
