@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from test_session import Env, registry  # noqa: F401  (the fixture)
+from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
 from uplinktest import wait_for
 
 PEM_A = "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----"  # no final newline
@@ -42,6 +42,17 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     rc = e.daemon.stop()
     e.daemon.close()
     assert rc == 0, e.daemon.logs()[-3000:]
+
+
+def run_env(env):
+    e = dict(env.daemon.env)
+    e.pop("UPLINK_DEBUG", None)
+    return e
+
+
+def uplink_run_cmd(env):
+    from uplinktest import uplink_bin
+    return [uplink_bin(), "run"]
 
 
 def keygen(path, *args, comment="ada@example.com"):
@@ -357,6 +368,52 @@ def test_ssh_key_dir_refused_as_root(env):
     assert "--ssh-key-dir is unsupported when running uplinkd as root" in r.stderr, r.stderr
     by, _, r = dry(env, "--ssh-key-dir", str(env.home / "keys-none"))
     assert r.returncode == 0 and ("Pod", "ssh-agent") not in by
+
+
+def test_ssh_session_waits_for_the_holder_and_maps_its_service(env):
+    sid, r = run_detached(env, "--ssh-key-dir", str(env.home / "keys"), "--ssh-cidr", "10.0.0.0/8")
+    ns = f"agent-uplink-{sid}"
+    assert env.session(sid)["state"] == "RUNNING"
+    assert "waiting for the mitm, ssh-agent and agent pods" in r.stderr
+    holder = env.fk.get("Pod", ns, "ssh-agent")
+    assert holder["status"]["phase"] == "Running"
+    agent = env.fk.get("Pod", ns, "agent")
+    ips = {s: env.fk.get("Service", ns, s)["spec"]["clusterIP"] for s in ("mitm", "ssh-agent")}
+    assert ips["mitm"] != ips["ssh-agent"]
+    assert agent["spec"]["hostAliases"] == [{"ip": ips["mitm"], "hostnames": ["mitm"]},
+                                            {"ip": ips["ssh-agent"], "hostnames": ["ssh-agent"]}]
+    # what the cluster holds: the keys in their Secret only, mounted by the holder only
+    for sec in env.fk.list("Secret", ns):
+        text = "".join(base64.b64decode(v).decode(errors="replace") for v in (sec.get("data") or {}).values())
+        assert ("OPENSSH PRIVATE KEY" in text) == (sec["metadata"]["name"] == "ssh-agent-keys")
+    assert "ssh-agent-keys" not in json.dumps(agent)
+    assert env.daemon.client("stop", sid).returncode == 0
+
+
+def test_ssh_session_fails_when_the_holder_never_gets_ready(env):
+    env.fk.settings(ready_delay=3)  # time to mark the holder before it would start
+    proc = subprocess.Popen([*uplink_run_cmd(env), "claude", "--detach", "--registry", env.registry,
+                             "--ssh-key-dir", str(env.home / "keys"), "--ssh-cidr", "10.0.0.0/8"],
+                            cwd=env.project, env=run_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        def holder_ns():
+            for n in env.fk.list("Namespace"):
+                name = n["metadata"]["name"]
+                if name.startswith("agent-uplink-") and env.fk.get("Pod", name, "ssh-agent"):
+                    return name
+            return None
+        wait_for(holder_ns, timeout=30, what="the holder pod")
+        k = subprocess.run(["kubectl", "--kubeconfig", env.fk.kubeconfig, "annotate", "pod", "ssh-agent",
+                            "-n", holder_ns(), "fakekube/never-ready=true"], capture_output=True, text=True)
+        assert k.returncode == 0, k.stderr
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0, (out, err)
+    assert "did not become ready within 8 s: pod ssh-agent is Pending, container ssh-agent waiting: " \
+           "ImagePullBackOff" in err, err
 
 
 # ---------------------------------------------------------------- the holder script, for real
