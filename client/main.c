@@ -99,9 +99,10 @@ const struct up_command up_commands[] = {
 	  "Keys: mode (or 0.4.1's auth_mode, anthropic: true, bedrock: true), rules (paths or\n"
 	  "inline rules), no_default_rules, allow_exec, deploy_context, agent_runtime_class,\n"
 	  "mitm_runtime_class, mitmproxy_image, registry_image, image, registry, ttl,\n"
-	  "idle_timeout, allow_dns, notifications, args (or claude_args), kube_context,\n"
-	  "kubeconfig. Relative rules paths and kubeconfig are relative to the config file's\n"
-	  "folder.\n\n"
+	  "idle_timeout, allow_dns, notifications, args (or claude_args), add_dir, mount_rw,\n"
+	  "mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, mitm_ca_cert,\n"
+	  "mitm_insecure, mitm_debug, kube_context, kubeconfig. Lists add to the flag's items;\n"
+	  "relative paths are relative to the config file's folder.\n\n"
 	  "Options:\n"
 	  "  --json    print the daemon's answer as JSON\n" },
 	{ "doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",

@@ -182,7 +182,7 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 				"list of them, as $KUBECONFIG)", p->kubeconfig && *p->kubeconfig ?
 				p->kubeconfig : p->kubeconfig_default), -EINVAL;
 	/* The folder itself is read on the threadpool (daemon/ssh-keys.c). */
-	if (p->ssh_key_dir && (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
+	if (p->ssh_key_dir && *p->ssh_key_dir && (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
 		return snprintf(why, len, "--ssh-key-dir: '%s' is not an absolute path", p->ssh_key_dir),
 		       -EINVAL;
 	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))

@@ -277,6 +277,14 @@ def test_ssh_key_dir_objects(env):
     assert "SSH egress stays denied" not in r.stderr and "TCP 22 egress" not in r.stderr
 
 
+def test_ssh_key_dir_from_the_config_file(env):
+    (env.project / ".uplink.yaml").write_text("ssh_key_dir: ~/keys\n")
+    by, names, r = dry(env)
+    assert "Pod/ssh-agent" in names and "SSH egress stays denied" in r.stderr
+    # a flag beats the file
+    by, names, r = dry(env, "--ssh-key-dir", str(env.home / "keys-none"))
+    assert "Pod/ssh-agent" not in names and "holds no private keys" in r.stderr
+
 def test_ssh_private_keys_appear_only_in_their_secret(env):
     k = env.home / "keys"
     sentinels = [key_body(k / "id_ed25519"), key_body(k / "deploy")]
