@@ -709,7 +709,37 @@ static void bad_ca(struct up_session_spec *s)
 	s->extras = &bad_x;
 }
 
+static char ssh_key_name[] = "id_ed25519", ssh_pub_name[] = "id_ed25519.pub";
+static char ssh_key_data[] = "-----BEGIN OPENSSH PRIVATE KEY-----\n" SENTINEL "-ssh\n"
+			     "-----END OPENSSH PRIVATE KEY-----\n";
+static char ssh_pub_data[] = "ssh-ed25519 AAAAC3 u@h\n";
+static struct up_ssh_file ssh_key_files[] = { { ssh_key_name, ssh_key_data, sizeof(ssh_key_data) - 1 } };
+static struct up_ssh_file ssh_pub_files[] = { { ssh_pub_name, ssh_pub_data, sizeof(ssh_pub_data) - 1 } };
+static struct up_session_extras ssh_x = {
+	.ssh = { .keys = ssh_key_files, .n_keys = 1, .pub = ssh_pub_files, .n_pub = 1 },
+};
+static const struct up_env ssh_clash_env[] = { { "SSH_AUTH_SOCK", "/tmp/mine" } };
+static const struct up_agent_volume ssh_vol[] = {
+	{ .kind = UP_AGENT_VOL_EMPTYDIR, .name = "ssh-sock", .mount_path = "/x" },
+};
+static void ssh_root(struct up_session_spec *s) { s->extras = &ssh_x; s->uid = 0; }
+static void ssh_env(struct up_session_spec *s) { s->extras = &ssh_x; s->contrib.env = ssh_clash_env; }
+static void ssh_vol_taken(struct up_session_spec *s) { s->contrib.volumes = ssh_vol; s->contrib.n_volumes = 1; }
+static void ssh_bad_name(struct up_session_spec *s)
+{
+	static char bad_name[] = "my key";
+	static struct up_ssh_file bad[] = { { bad_name, ssh_key_data, 3 } };
+	static struct up_session_extras x = { .ssh = { .keys = bad, .n_keys = 1 } };
+	s->extras = &x;
+}
+static void ssh_bad_ip(struct up_session_spec *s) { s->extras = &ssh_x; s->ssh_agent_cluster_ip = "ssh"; }
+
 static const struct bad bad_specs[] = {
+	{ "SSH as root", ssh_root, "the ssh-agent holder pod cannot run as root" },
+	{ "SSH_AUTH_SOCK clash", ssh_env, "agent env SSH_AUTH_SOCK would replace uplink's own" },
+	{ "reserved ssh volume", ssh_vol_taken, "agent volume 0: name 'ssh-sock' is not a DNS label or is taken" },
+	{ "SSH file name", ssh_bad_name, "SSH file 'my key' is not a valid key" },
+	{ "SSH cluster IP", ssh_bad_ip, "ssh-agent cluster IP 'ssh' is not an IP address" },
 	{ "reserved mount volume", vol_mount, "agent volume 0: name 'mount-0' is not a DNS label or is taken" },
 	{ "reserved git volume", vol_git, "agent volume 0: name 'git-config' is not a DNS label or is taken" },
 	{ "relative mount", rel_mount, "host mount 0: 'src' is not an absolute path" },
@@ -742,6 +772,60 @@ static void test_bad_specs_refused(void **state)
 		if (!streq(err, bad_specs[i].message))
 			fail_msg("%s: got '%s'", bad_specs[i].what, err);
 	}
+}
+
+/* --ssh-key-dir: the key in its Secret only, mounted by the holder only; the aliases. */
+static void test_ssh_holder(void **state)
+{
+	struct up_session_spec s = base_spec();
+	char err[256] = "";
+	json_t *o, *objs;
+	size_t i, holders = 0;
+
+	s.extras = &ssh_x;
+	s.mitm_cluster_ip = NULL;
+	objs = render(&s);
+	json_t *b64key = json_object_get(at(find(objs, "Secret", "ssh-agent-keys"), "data"), "id_ed25519");
+	assert_non_null(b64key);
+	json_array_foreach(objs, i, o) {
+		char *text = json_dumps(o, JSON_COMPACT);
+		bool has = strstr(text, json_string_value(b64key)) != NULL;
+		if (has && !streq(json_string_value(at(o, "metadata.name")), "ssh-agent-keys"))
+			fail_msg("the private key is in %s", json_string_value(at(o, "metadata.name")));
+		holders += strstr(text, "\"secretName\":\"ssh-agent-keys\"") != NULL;
+		free(text);
+	}
+	assert_int_equal(holders, 1);
+	assert_non_null(at(find(objs, "Pod", "ssh-agent"), "spec.volumes[name=keys]"));
+	assert_int_equal(json_integer_value(at(find(objs, "Pod", "ssh-agent"), "spec.securityContext.runAsUser")), 1000);
+	assert_int_equal(json_integer_value(at(find(objs, "Pod", "ssh-agent"), "spec.securityContext.fsGroup")), 1001);
+	assert_null(at(find(objs, "Pod", "ssh-agent"), "spec.runtimeClassName"));
+	assert_string_equal(json_string_value(at(find(objs, "Pod", "agent"),
+						"spec.containers[name=main].env[name=SSH_AUTH_SOCK].value")),
+			    "/ssh-agent/agent.sock");
+	assert_string_equal(json_string_value(at(find(objs, "Pod", "agent"),
+						"spec.containers[name=main].volumeMounts[name=ssh-pub].mountPath")),
+			    "/home/u/.ssh/id_ed25519.pub");
+	assert_non_null(at(find(objs, "Pod", "agent"), "spec.containers[name=ssh-agent-relay]"));
+	/* the aliases come later, in any order, each replaced in place */
+	assert_int_equal(up_manifests_set_ssh_agent_ip(objs, "10.0.0.7", err, sizeof(err)), 0);
+	assert_int_equal(up_manifests_set_mitm_ip(objs, "10.0.0.8", err, sizeof(err)), 0);
+	assert_int_equal(up_manifests_set_ssh_agent_ip(objs, "10.0.0.9", err, sizeof(err)), 0);
+	json_t *aliases = at(find(objs, "Pod", "agent"), "spec.hostAliases");
+	assert_int_equal(json_array_size(aliases), 2);
+	assert_string_equal(json_string_value(at(aliases, "[0].ip")), "10.0.0.9");
+	assert_string_equal(json_string_value(at(aliases, "[0].hostnames[0]")), "ssh-agent");
+	assert_string_equal(json_string_value(at(aliases, "[1].ip")), "10.0.0.8");
+	assert_int_equal(up_manifests_set_ssh_agent_ip(objs, "nope", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "ssh-agent cluster IP 'nope' is not an IP address");
+	json_decref(objs);
+	/* without keys: none of it */
+	s = base_spec();
+	objs = render(&s);
+	assert_null(find(objs, "Pod", "ssh-agent"));
+	assert_null(find(objs, "Secret", "ssh-pub"));
+	assert_null(at(find(objs, "Pod", "agent"), "spec.containers[name=ssh-agent-relay]"));
+	json_decref(objs);
 }
 
 /* ---------------------------------------------------------------- dry run, system, loading */
@@ -841,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_allow_dns_and_runtime_classes),
 		cmocka_unit_test(test_mitm_ip_later),
 		cmocka_unit_test(test_bad_specs_refused),
+		cmocka_unit_test(test_ssh_holder),
 		cmocka_unit_test(test_list_redacts),
 		cmocka_unit_test(test_system_objects),
 		cmocka_unit_test(test_load_errors),
