@@ -475,14 +475,21 @@ def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
     by, _, r = dry(env, "--ssh-key-dir", str(k))
     holder_cmd = pod_spec(by, "ssh-agent")["containers"][0]["command"]
     relay_cmd = pod_spec(by, "agent")["containers"][1]["command"]
-    keys = tmp_path / "keys"
+    # As in the pods: a uid that is not root and has no passwd entry (when the test can).
+    as_pod = ["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups"] \
+        if os.getuid() == 0 and shutil.which("setpriv") else []
+    work = env.tmp / "holder"  # the test's tmp_path is not reachable by another uid
+    work.mkdir(mode=0o755)
+    (work / "run").mkdir(mode=0o777)
+    (work / "run").chmod(0o777)  # an emptyDir is world-writable
+    keys = work / "keys"
     secret_as_volume(by[("Secret", "ssh-agent-keys")], keys)
-    sock, relay_sock, port = tmp_path / "agent.sock", tmp_path / "relay.sock", free_port()
+    sock, relay_sock, port = work / "run" / "agent.sock", work / "run" / "relay.sock", free_port()
     # the exact script, with the pod's paths and port swapped for local ones
     assert holder_cmd[3:] == ["ssh-agent-holder", "/keys", "/run/ssh-agent/agent.sock", "8765"]
-    cmd = holder_cmd[:4] + [str(keys), str(sock), str(port)]
-    relay = [a.replace("/ssh-agent/agent.sock", str(relay_sock)).replace("ssh-agent:8765", f"127.0.0.1:{port}")
-             for a in relay_cmd]
+    cmd = as_pod + holder_cmd[:4] + [str(keys), str(sock), str(port)]
+    relay = as_pod + [a.replace("/ssh-agent/agent.sock", str(relay_sock)).replace("ssh-agent:8765", f"127.0.0.1:{port}")
+                      for a in relay_cmd]
     env_local = {k_: v for k_, v in os.environ.items() if k_ != "SSH_AUTH_SOCK"}
     log = open(tmp_path / "holder.log", "w+")
     holder = relay_proc = None
