@@ -67,3 +67,29 @@ def test_stop_removes_the_namespace(session):
             return
         time.sleep(1)
     pytest.fail("the namespace outlived its session by two minutes")
+
+
+def test_ssh_keys_reach_the_agent_only_through_the_relay(live, tmp_path):
+    """--ssh-key-dir on a real cluster: the agent lists and uses the key through SSH_AUTH_SOCK
+    (its relay, then the holder pod), while the private key is nowhere in its pod."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-N", "", "-t", "ed25519", "-C", "e2e", "-f", str(keys / "id_e2e")],
+                   check=True, capture_output=True)
+    fp = subprocess.run(["ssh-keygen", "-l", "-f", str(keys / "id_e2e")], capture_output=True, text=True,
+                        check=True).stdout.split()[1]
+    r = uplink("run", "claude", "--detach", "--deploy-context", live, "--ssh-key-dir", str(keys))
+    assert r.returncode == 0, r.stderr
+    sid = r.stdout.strip()
+    try:
+        listed = in_agent(live, sid, "ssh-add", "-l")
+        assert listed.returncode == 0 and fp in listed.stdout, listed
+        home = in_agent(live, sid, "sh", "-c", "ls -A ~/.ssh; echo --; ls -A /ssh-agent; echo --; "
+                        "cat ~/.ssh/* | grep -c 'PRIVATE KEY'")
+        ssh_dir, sock_dir, count = home.stdout.split("--\n")
+        assert ssh_dir.split() == ["id_e2e.pub"] and sock_dir.split() == ["agent.sock"], home
+        assert count.strip() == "0", home
+        secret = kubectl(live, "get", "pod", "-n", f"agent-uplink-{sid}", "agent", "-o", "json").stdout
+        assert "ssh-agent-keys" not in secret
+    finally:
+        uplink("stop", sid)
