@@ -20,8 +20,16 @@ PEM_A = "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----"  # no
 PEM_B = "-----BEGIN CERTIFICATE-----\nMIIBBBBB\n-----END CERTIFICATE-----\n"
 
 
+@pytest.fixture(scope="module")
+def ssh_dirs(tmp_path_factory):
+    """The SSH key folders, made once (ssh-keygen takes a while) and copied into each home."""
+    d = tmp_path_factory.mktemp("ssh-dirs")
+    make_ssh_dirs(d)
+    return d
+
+
 @pytest.fixture
-def env(tmpdir_short, fakekube, registry):  # noqa: F811
+def env(tmpdir_short, fakekube, registry, ssh_dirs):  # noqa: F811
     e = Env(tmpdir_short, fakekube, registry)
     h = e.home
     for d in ("other", "nest/inner", "docs"):
@@ -32,7 +40,8 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     (h / "not-a-cert.pem").write_text("hello\n")
     (h / "link").symlink_to(h / "other")
     (e.tmp / "outside").mkdir()
-    make_ssh_dirs(h)
+    for sub in ssh_dirs.iterdir():
+        shutil.copytree(sub, h / sub.name)
     # Tests run as root; the holder pod must not (the refusal is tested without this).
     e.daemon.env["UPLINK_DEBUG_UID"] = "1000:1000"
     e.daemon.start()
