@@ -55,6 +55,7 @@ static const struct run_flag {
 	{ "mitm-ca-cert", "mitm_ca_cert", FLAG_LIST },
 	{ "mitm-insecure", "mitm_insecure", FLAG_BOOL },
 	{ "mitm-debug", "mitm_debug", FLAG_BOOL },
+	{ "expose-deploy-cluster", "expose_deploy_cluster", FLAG_BOOL },
 	{ "kube-context", "kube_context", FLAG_WORDS },
 	{ "kubeconfig", "kubeconfig", FLAG_PATH },
 	{ "detach", NULL, FLAG_LOCAL },

@@ -2,11 +2,13 @@
 /* --kube-context: host contexts exposed to the agent through the mitm (kube-expose.h). */
 #include "kube-expose.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bounds.h"
@@ -143,8 +145,48 @@ static bool token_ok(const char *t)
 }
 
 /* §7.2 checks 1-6: what the cluster side must have; `host` is filled. */
+/*
+ * The port of an https server URL (443 when it names none), or -EINVAL when its authority
+ * holds a user name or password (it would reach the agent's kubeconfig) or a bad port.
+ */
+int up_kube_server_port(const char *server)
+{
+	const char *a = startswith(server, "https://") ? server + 8 : NULL, *end, *colon;
+	char *e;
+	long port;
+
+	if (!a)
+		return -EINVAL;
+	end = a + strcspn(a, "/?#");
+	if (memchr(a, '@', (size_t)(end - a)))
+		return -EINVAL;
+	if (*a == '[') {
+		const char *rb = memchr(a, ']', (size_t)(end - a));
+		colon = rb && rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+	} else {
+		colon = memchr(a, ':', (size_t)(end - a));
+	}
+	if (!colon)
+		return 443;
+	errno = 0;
+	port = strtol(colon + 1, &e, 10);
+	if (e != end || colon + 1 == end || errno || port < 1 || port > 65535)
+		return -EINVAL;
+	return (int)port;
+}
+
+/* A DNS name (letters, digits, '-', '.') or an IP literal: what a kube rule's host may be. */
+static bool host_ok(const char *host)
+{
+	unsigned char bin[16];
+
+	if (inet_pton(AF_INET6, host, bin) == 1)
+		return true;
+	return *host && strspn(host, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(host);
+}
+
 static int check_cluster(const struct up_kube_exposed *k, const struct up_kube_context *c,
-			 char *host, size_t host_len, char *why, size_t len)
+			 char *host, size_t host_len, int *port, char *why, size_t len)
 {
 	char path[4096], err[256];
 	bool https;
@@ -155,6 +197,12 @@ static int check_cluster(const struct up_kube_exposed *k, const struct up_kube_c
 		return refuse(why, len, c->name, "no user found in kubeconfig");
 	if (!c->server)
 		return refuse(why, len, c->name, "cluster has no server URL");
+	const char *auth = strstr(c->server, "://");
+	auth = auth ? auth + 3 : c->server;
+	if (memchr(auth, '@', strcspn(auth, "/?#"))) /* before any message quotes the URL */
+		return refuse(why, len, c->name,
+			      "the server URL has a user name or password in it; write it as "
+			      "https://HOST[:PORT] and keep credentials in the user entry");
 	if (c->insecure)
 		return refuse(
 			why, len, c->name,
@@ -176,6 +224,19 @@ static int check_cluster(const struct up_kube_exposed *k, const struct up_kube_c
 			      "server '%s' is not https; the mitm would send the "
 			      "credentials in clear",
 			      c->server);
+	if ((*port = up_kube_server_port(c->server)) < 0)
+		return refuse(why, len, c->name,
+			      "the server URL '%s' has a bad port; write it as https://HOST[:PORT]",
+			      c->server);
+	if (!host_ok(host))
+		return refuse(why, len, c->name,
+			      "the server's host '%.100s' is not a DNS name or an IP address",
+			      host);
+	if (c->tls_server_name)
+		return refuse(why, len, c->name,
+			      "tls-server-name is not supported: the mitm verifies the server "
+			      "against the host of its URL; use a server URL whose host is in the "
+			      "server's certificate");
 	for (size_t i = 0; i < k->n; i++)
 		if (streq(k->ctx[i].host, host))
 			return refuse(why, len, c->name,
@@ -236,12 +297,13 @@ int up_kube_expose_add(struct up_kube_exposed *k, const struct up_kube_context *
 {
 	struct up_kube_exposed_ctx x = { 0 };
 	char host[256];
-	int r;
+	int r, port = 443;
 
 	if (k->n >= UP_MAX_KUBE_CONTEXTS)
 		return refuse(why, len, c->name, "at most %d contexts", UP_MAX_KUBE_CONTEXTS);
-	if ((r = check_cluster(k, c, host, sizeof(host), why, len)) < 0)
+	if ((r = check_cluster(k, c, host, sizeof(host), &port, why, len)) < 0)
 		return r;
+	x.port = (unsigned)port;
 	if ((r = take_credential(&x, c, host, why, len)) < 0) {
 		ctx_done(&x);
 		return r;
@@ -301,6 +363,7 @@ int up_kube_expose_load(const char *paths, const json_t *names, struct up_kube_e
 static int one_rule(const struct up_kube_exposed_ctx *x, struct up_rule *r)
 {
 	r->layer = UP_LAYER_KUBE;
+	r->port = x->port; /* the token goes to the API server's port alone */
 	if (asprintf(&r->name, "kube-%s", x->name) < 0 ||
 	    asprintf(&r->source, "kubeconfig:%s", x->name) < 0)
 		return -ENOMEM;

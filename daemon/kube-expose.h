@@ -32,6 +32,7 @@ struct up_kube_exposed_ctx {
 	char *name, *cluster, *user, *namespace; /* namespace may be NULL */
 	char *server;				 /* unchanged URL */
 	char *host;	  /* the API host: lower case, no port, no brackets */
+	unsigned port;	  /* the API server's port (443 when the URL names none) */
 	char *ca_pem;	  /* the cluster's CA (PEM) */
 	char *token;	  /* secret; NULL: a client certificate */
 	char *client_pem; /* secret: certificate PEM then key PEM; or NULL */
@@ -42,6 +43,9 @@ struct up_kube_exposed {
 	struct up_kube_exposed_ctx *ctx;
 	size_t n;
 };
+
+/* The port of an https:// server URL (443 by default); -EINVAL with userinfo or a bad port. */
+int up_kube_server_port(const char *server);
 
 struct up_kube_exposed *up_kube_exposed_new(void);
 struct up_kube_exposed *up_kube_exposed_free(struct up_kube_exposed *k);

@@ -31,6 +31,7 @@ struct start_params {
 	json_t *kube_context;
 	bool no_git_identity, mitm_insecure, mitm_debug;
 	bool no_notifications; /* config files: notifications: false */
+	bool expose_deploy_cluster; /* a flag only: no config file may expose the deploy cluster */
 };
 
 #define S(name, field) { name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
@@ -54,7 +55,7 @@ static const struct up_param start_params[] = {
 	B("no_git_identity", no_git_identity), B("mitm_insecure", mitm_insecure),
 	B("mitm_debug", mitm_debug), B("no_notifications", no_notifications),
 	L("kube_context", kube_context), S("kubeconfig", kubeconfig),
-	S("kubeconfig_default", kubeconfig_default),
+	S("kubeconfig_default", kubeconfig_default), B("expose_deploy_cluster", expose_deploy_cluster),
 	{ 0 },
 };
 #undef S
@@ -249,6 +250,7 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 								    : p->kubeconfig_default);
 	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
 	x->no_git_identity = p->no_git_identity;
+	x->expose_deploy = p->expose_deploy_cluster;
 	if (p->ssh_key_dir && *p->ssh_key_dir && !(x->ssh_key_dir = strdup(p->ssh_key_dir)))
 		return -ENOMEM;
 	x->out.mitm_insecure = p->mitm_insecure;

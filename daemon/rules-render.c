@@ -59,6 +59,8 @@ static json_t *rule_json(const struct up_rule *r, bool show_secrets)
 		ret = json_object_set_new(o, "methods", methods_json(r->methods));
 	if (ret == 0 && !r->l4 && r->paths)
 		ret = json_object_set_new(o, "paths", strv_json(r->paths, r->n_paths));
+	if (ret == 0 && !r->l4 && r->port)
+		ret = json_object_set_new(o, "port", json_integer(r->port));
 	if (ret == 0 && !r->l4 && (r->n_headers || r->n_remove)) {
 		json_t *inject = json_object();
 		ret = inject ? json_object_set_new(o, "inject", inject) : -1;
@@ -178,6 +180,11 @@ static int json_rule(const json_t *o, struct up_rule *r)
 		ret = json_rule_headers(json_object_get(o, "inject"), r);
 	if (ret < 0)
 		return ret;
+	if ((v = json_object_get(o, "port"))) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65535)
+			return -EINVAL;
+		r->port = (unsigned)json_integer_value(v);
+	}
 	if (m && !json_is_array(m))
 		return -EINVAL;
 	json_array_foreach(m, i, v) {

@@ -59,6 +59,7 @@ struct up_rule {
 	size_t n_headers;
 	char **remove; /* header names taken off allowed requests (inject.remove); NULL: none */
 	size_t n_remove;
+	unsigned port; /* only requests to this port (kube rules); 0: any */
 	void *host_re, *path_re; /* compiled (pcre2_code **) */
 };
 

@@ -5,6 +5,7 @@
  * file system, resolved on the threadpool before anything reaches the cluster.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -305,6 +306,54 @@ static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
 
 /* ---------------------------------------------------------------- --kube-context (threadpool) */
 
+/* Two PEM texts alike but for trailing white space. */
+static bool same_pem(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+
+	while (n && isspace((unsigned char)a[n - 1]))
+		n--;
+	while (m && isspace((unsigned char)b[m - 1]))
+		m--;
+	return n == m && n > 0 && memcmp(a, b, n) == 0;
+}
+
+/*
+ * A context of the cluster the session runs in lets the agent read its own session's Secrets
+ * (the credentials the mitm injects, the CA key, SSH keys): refused unless asked for.
+ */
+static int check_deploy_cluster(struct up_session *s, char *why, size_t len)
+{
+	const struct up_session_extra *x = s->o.extra;
+	char host[256] = "", path[1024], err[256];
+	bool https = false;
+	int port;
+
+	if (!s->server[0] || up_url_split(s->server, &https, host, sizeof(host), path, sizeof(path),
+					  err, sizeof(err)) < 0)
+		host[0] = '\0'; /* not known yet (its own step fails later): the CA may still tell */
+	port = https ? up_kube_server_port(s->server) : 80;
+	for (size_t i = 0; i < x->kube->n; i++) {
+		const struct up_kube_exposed_ctx *c = &x->kube->ctx[i];
+		/* The same server, or another name of it: the same cluster CA. */
+		if ((!streq(c->host, host) || (int)c->port != port) &&
+		    !(s->server_ca && same_pem(s->server_ca, c->ca_pem)))
+			continue;
+		if (!x->expose_deploy)
+			return snprintf(why, len, "--kube-context %s: this is the cluster uplink runs the "
+					"session in (%s); with it the agent could read its own session's "
+					"Secrets, the credentials the proxy injects among them. Expose another "
+					"cluster, or pass --expose-deploy-cluster if this context cannot read "
+					"Secrets in agent-uplink-* namespaces", c->name, s->server), -EINVAL;
+		if (json_array_append_new(s->warnings, json_sprintf(
+			    "--expose-deploy-cluster: --kube-context %s reaches the cluster this session runs "
+			    "in; whatever it may read there (Secrets of agent-uplink-%s included), the agent "
+			    "may read too", c->name, s->id)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int read_kube(struct up_session *s, char *why, size_t len)
 {
 	struct up_session_extra *x = s->o.extra;
@@ -314,6 +363,8 @@ static int read_kube(struct up_session *s, char *why, size_t len)
 		return 0;
 	r = up_kube_expose_load(x->kubeconfig, x->kube_context, &x->kube, why, len);
 	if (r < 0)
+		return r;
+	if ((r = check_deploy_cluster(s, why, len)) < 0)
 		return r;
 	x->out.kube = x->kube;
 	if ((r = up_kube_expose_ca_bundle(x->kube, &x->out.mitm_ca_pem)) < 0 ||

@@ -59,6 +59,7 @@ struct up_session {
 	char waiting[512]; /* the last reason a pod gave for not starting */
 	char registry_problem[1024]; /* registries.yaml, read on the threadpool */
 	char server[512];            /* the deploy cluster's URL, for the threadpool */
+	char *server_ca;             /* and its CA (PEM), or NULL */
 	/* Lifetime: clients attached now, since when none is, warnings given, the timer. */
 	unsigned attached;
 	int64_t idle_since;

@@ -526,8 +526,12 @@ static void on_record_saved(int r, const char *err, json_t *result, void *ud)
 	}
 	/* What the worker may need of the cluster, copied while on the loop. */
 	struct up_kube *k = up_cluster_kube(s->cluster);
-	if (k)
-		(void)snprintf(s->server, sizeof(s->server), "%s", up_kube_get_context(k)->server);
+	if (k) {
+		const struct up_kube_context *ctx = up_kube_get_context(k);
+		(void)snprintf(s->server, sizeof(s->server), "%s", ctx->server);
+		free(s->server_ca);
+		s->server_ca = ctx->ca_pem ? strndup(ctx->ca_pem, ctx->ca_len) : NULL;
+	}
 	s->work.data = s;
 	s->in_work = true;
 	r = uv_queue_work(s->all->loop, &s->work, prepare_run, prepare_after);
@@ -808,6 +812,7 @@ void up_session_free(struct up_session *s)
 	up_ca_free(s->ca);
 	json_decref(s->problems);
 	json_decref(s->warnings);
+	free(s->server_ca);
 	json_decref(s->objects);
 	json_decref(s->system);
 	json_decref(s->record);

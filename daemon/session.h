@@ -37,6 +37,7 @@ struct up_session_extra {
 	char *kubeconfig;                      /* their kubeconfig(s), a colon list; NULL: the daemon's */
 	struct up_kube_exposed *kube;          /* read on the thread pool; out.kube points here */
 	bool no_git_identity;
+	bool expose_deploy;                    /* --expose-deploy-cluster */
 	char *ssh_key_dir;                     /* absolute, as given; NULL = none */
 	struct up_session_extras out;          /* daemon/session-spec.h */
 };

@@ -42,7 +42,7 @@ _TOKEN_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BAD_VALUE_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")
 _REGEX_META = set(".^$*+?{}[]|()")
 _RULE_KEYS = {"name", "layer", "source", "hosts", "methods", "paths", "inject", "l4_forward",
-              "cidrs"}
+              "cidrs", "port"}
 
 
 class RulesError(ValueError):
@@ -86,12 +86,14 @@ def _literal(pattern):
 
 class Rule:
     __slots__ = ("index", "name", "layer", "source", "l4", "host_patterns", "host_res",
-                 "methods", "path_res", "headers", "remove", "cidrs")
+                 "methods", "path_res", "headers", "remove", "cidrs", "port")
 
     def __repr__(self):
         return f"Rule({self.index}, {self.name!r}, l4={self.l4})"
 
-    def matches_request(self, method, path):
+    def matches_request(self, method, path, port=None):
+        if self.port is not None and port is not None and port != self.port:
+            return False
         if self.methods is not None and method not in self.methods:
             return False
         if self.path_res is None:
@@ -193,8 +195,11 @@ def _parse_rule(index, raw):
     flags = re.ASCII | re.IGNORECASE
     r.host_res = [_compile(where, "host", p, flags) for p in r.host_patterns]
     r.methods, r.path_res, r.headers, r.remove, r.cidrs = None, None, (), (), ()
+    r.port = raw.get("port")
+    if r.port is not None and (type(r.port) is not int or not 1 <= r.port <= 65535):
+        raise RulesError(f"{where}: 'port' must be a port number (1 to 65535)")
     if r.l4:
-        for key in ("methods", "paths", "inject"):
+        for key in ("methods", "paths", "inject", "port"):
             if key in raw:
                 raise RulesError(f"{where}: an l4_forward rule cannot set '{key}'")
         if "cidrs" in raw:
@@ -278,10 +283,11 @@ class RuleSet:
             self._host_cache[host] = hit
         return hit
 
-    def match_request(self, method, host, path):
-        """First HTTP rule allowing this request, or None (deny)."""
+    def match_request(self, method, host, path, port=None):
+        """First HTTP rule allowing this request, or None (deny). A rule with a ``port``
+        (kube contexts) takes only requests to that port; ``port=None`` ignores it."""
         for r in self.host_candidates(host):
-            if not r.l4 and r.matches_request(method, path):
+            if not r.l4 and r.matches_request(method, path, port):
                 return r
         return None
 
@@ -794,7 +800,12 @@ class UplinkFilter:
         req = flow.request
         host, method = normalize_host(req.host), raw_method(req)
         reason = self._mismatch(flow, host)
-        rule = None if reason else self.rules.match_request(method, host, req.path)
+        rule = None if reason else self.rules.match_request(method, host, req.path, req.port)
+        if rule is not None and rule.headers and req.scheme != "https":
+            # Credentials never travel in clear, whatever the rule's hosts allow.
+            reason = (f"rule '{rule.name}' injects credentials, which uplink sends only over "
+                      f"HTTPS; use https://{host}{req.path}")
+            rule = None
         if rule is None:
             flow.metadata[META] = {"logged": True}
             flow.response = self._refusal(flow, method, host, req.path, reason)

@@ -105,7 +105,7 @@ class Mitm:
 
 def rendered(env, ctx):
     r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1",
-                "--kube-context", ctx, check=0)
+                "--expose-deploy-cluster", "--kube-context", ctx, check=0)
     return {(i["kind"], i["metadata"]["name"]): i for i in json.loads(r.stdout)["items"]}
 
 
@@ -162,7 +162,7 @@ def test_no_credential_reaches_the_agent_or_the_logs(env):
     """A real session (fakekube, the docker stand-in): the objects the agent pod references
     hold no credential of the context; neither does the daemon's log or the client's output."""
     fk, sec = env.fk, secrets_of(env.fk)
-    r = env.run("claude", "-d", "--image", "example/agent:1", "--kube-context", "fake-token", check=0)
+    r = env.run("claude", "-d", "--image", "example/agent:1", "--expose-deploy-cluster", "--kube-context", "fake-token", check=0)
     sid = r.stdout.strip()
     ns = "agent-uplink-" + sid
     pod = fk.get("Pod", ns, "agent")
@@ -184,7 +184,7 @@ def test_no_credential_reaches_the_agent_or_the_logs(env):
             assert s not in t
         assert s not in logs and s not in r.stdout and s not in r.stderr
     # the client-certificate variant, through --dry-run without --show-secrets: nothing either
-    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "local-k8s-admin",
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--expose-deploy-cluster", "--kube-context", "local-k8s-admin",
                 check=0)
     for s in sec.values():
         assert s not in r.stdout + r.stderr + env.daemon.logs()

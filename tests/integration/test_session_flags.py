@@ -12,6 +12,7 @@ import subprocess
 import time
 
 import pytest
+import yaml
 
 from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
 from uplinktest import wait_for
@@ -793,13 +794,13 @@ KUBE_CASES = [
 @pytest.mark.parametrize("ctx,inject,certs", KUBE_CASES, ids=[c for c, _, _ in KUBE_CASES])
 def test_kube_context_objects(env, ctx, inject, certs):
     f = kube_files(env)
-    by, names, r = dry(env, "--kube-context", ctx, "--mitm-ca-cert", str(env.home / "ca-b.pem"))
+    by, names, r = dry(env, "--expose-deploy-cluster", "--kube-context", ctx, "--mitm-ca-cert", str(env.home / "ca-b.pem"))
     session_ca = by[("ConfigMap", "uplink-ca")]["data"]["ca.crt"]
     check_agent_kubeconfig(env, by, ctx, ctx, session_ca)
     rules = rules_json(by)["rules"]
     kube = [x for x in rules if x["layer"] == "kube"]
     assert kube == [{"name": "kube-" + ctx, "layer": "kube", "source": "kubeconfig:" + ctx,
-                     "hosts": ["127\\.0\\.0\\.1"], "inject": inject(f)}]
+                     "hosts": ["127\\.0\\.0\\.1"], "port": env.fk.port, "inject": inject(f)}]
     assert rules.index(kube[0]) == 1  # after the agent's auth rule, before everything else
     # the cluster CA joins the --mitm-ca-cert files in the upstream bundle
     assert secret(by, "upstream-ca", "bundle.pem") == PEM_B + f["ca"]
@@ -831,21 +832,21 @@ def test_kube_context_from_kubeconfig_flag_and_config_file(env, tmp_path):
     other = env.home / "kube.yaml"
     other.write_text(open(env.fk.kubeconfig).read())
     # --kubeconfig beats the client's $KUBECONFIG, which names nothing here
-    by, _, _ = dry(env, "--kube-context", "fake-token", "--kubeconfig", "../kube.yaml")
+    by, _, _ = dry(env, "--expose-deploy-cluster", "--kube-context", "fake-token", "--kubeconfig", "../kube.yaml")
     assert rules_json(by)["rules"][1]["inject"]["headers"]["Authorization"] == "Bearer " + f["token"]
-    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "fake-token",
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--expose-deploy-cluster", "--kube-context", "fake-token",
                 env={"KUBECONFIG": str(env.home / "nothing.yaml")})
     assert r.returncode != 0 and "no kubeconfig found at " + str(env.home / "nothing.yaml") in r.stderr
     # without --kubeconfig, the client's $KUBECONFIG (relative elements made absolute), not
     # the daemon's: here only the client's names the context "mine"
     mine = env.project / "mine.yaml"
     mine.write_text(open(env.fk.kubeconfig).read().replace("fake-token", "mine"))
-    by, _, _ = dry(env, "--kube-context", "mine", env_vars={"KUBECONFIG": "missing.yaml:mine.yaml"})
+    by, _, _ = dry(env, "--expose-deploy-cluster", "--kube-context", "mine", env_vars={"KUBECONFIG": "missing.yaml:mine.yaml"})
     assert rules_json(by)["rules"][1]["name"] == "kube-mine"
     assert "mine" not in open(env.fk.kubeconfig).read()
     # a config file names contexts and their kubeconfig (relative to the file)
     (env.project / ".uplink.yaml").write_text("kube_context: [fake-token]\nkubeconfig: ../kube.yaml\n")
-    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1",
+    r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1", "--expose-deploy-cluster",
                 env={"KUBECONFIG": str(env.home / "nothing.yaml")}, check=0)
     by = {(i["kind"], i["metadata"]["name"]): i for i in json.loads(r.stdout)["items"]}
     assert rules_json(by)["rules"][1]["name"] == "kube-fake-token"
@@ -853,7 +854,7 @@ def test_kube_context_from_kubeconfig_flag_and_config_file(env, tmp_path):
 
 
 def test_kube_rules_survive_no_default_rules(env):
-    by, _, _ = dry(env, "--kube-context", "fake-token", "--no-default-rules")
+    by, _, _ = dry(env, "--expose-deploy-cluster", "--kube-context", "fake-token", "--no-default-rules")
     assert [x["name"] for x in rules_json(by)["rules"]] == ["kube-fake-token"]
 
 
@@ -907,7 +908,7 @@ KUBE_ERRORS = [
 @pytest.mark.parametrize("cluster,user,context,message", KUBE_ERRORS, ids=[m[:40] for *_, m in KUBE_ERRORS])
 def test_kube_context_refusals(env, cluster, user, context, message):
     p = write_kubeconfig(env, "bad.yaml", cluster, user, context)
-    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "c",
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--expose-deploy-cluster", "--kube-context", "c",
                 "--kubeconfig", str(p))
     assert r.returncode != 0 and r.stdout == ""
     assert "--kube-context c: " + message in r.stderr, r.stderr
@@ -917,13 +918,37 @@ def test_kube_context_refusals(env, cluster, user, context, message):
 
 def test_kube_context_unknown_and_same_host(env):
     p = write_kubeconfig(env, "two.yaml", OK_CLUSTER, {"token": "uplink-sentinel-k"})
-    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "nope",
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--expose-deploy-cluster", "--kube-context", "nope",
                 "--kubeconfig", str(p))
     assert r.returncode != 0
     assert f"--kube-context nope: kubeconfig {p} has no context 'nope'; known contexts: c, twin" in r.stderr
-    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "c",
-                "--kube-context", "twin", "--kubeconfig", str(p))
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--expose-deploy-cluster", "--kube-context", "c",
+                "--expose-deploy-cluster", "--kube-context", "twin", "--kubeconfig", str(p))
     assert r.returncode != 0
     assert ("--kube-context twin: contexts 'twin' and 'c' both resolve to API server host "
             "'api.example.test'; they cannot both be selected") in r.stderr
     assert "uplink-sentinel" not in r.stderr + env.daemon.logs()
+
+
+def test_the_deploy_cluster_is_not_exposed_unless_asked(env):
+    """Its contexts could read the session's own Secrets: refused, by URL or by another name
+    of the same server (the same cluster CA); --expose-deploy-cluster allows it, with a warning."""
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "fake-token", check=1)
+    assert "--kube-context fake-token: this is the cluster uplink runs the session in" in r.stderr
+    assert "pass --expose-deploy-cluster" in r.stderr
+    # another name for the same server: caught by its CA
+    kc = yaml.safe_load(open(env.fk.kubeconfig))
+    for c in kc["clusters"]:
+        c["cluster"]["server"] = c["cluster"]["server"].replace("127.0.0.1", "localhost")
+    (env.home / "alias.yaml").write_text(yaml.safe_dump(kc))
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "fake-token",
+                "--kubeconfig", str(env.home / "alias.yaml"), check=1)
+    assert "this is the cluster uplink runs the session in" in r.stderr
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--kube-context", "fake-token",
+                "--expose-deploy-cluster", check=0)
+    assert "--expose-deploy-cluster: --kube-context fake-token reaches the cluster this session runs in" \
+        in r.stderr
+    # a config file cannot say it
+    (env.project / ".uplink.yaml").write_text("expose_deploy_cluster: true\n")
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", check=1)
+    assert "unknown key 'expose_deploy_cluster'" in r.stderr

@@ -75,6 +75,16 @@ static const struct {
 	  "tokenFile '/nonexistent/tok' not found" },
 	{ "server: 'http://a.test', certificate-authority-data: " CA_B64, "token: " TOKEN, "",
 	  "is not https" },
+	{ "server: 'https://admin:" TOKEN "@a.test', certificate-authority-data: " CA_B64, "token: x", "",
+	  "the server URL has a user name or password in it" },
+	{ "server: 'http://admin:" TOKEN "@a.test', certificate-authority-data: " CA_B64, "token: x", "",
+	  "the server URL has a user name or password in it" },
+	{ "server: 'https://a.test:99999', certificate-authority-data: " CA_B64, "token: x", "",
+	  "has a bad port; write it as https://HOST[:PORT]" },
+	{ "server: 'https://a_b.test', certificate-authority-data: " CA_B64, "token: x", "",
+	  "the server's host 'a_b.test' is not a DNS name or an IP address" },
+	{ "server: 'https://a.test', tls-server-name: b.test, certificate-authority-data: " CA_B64, "token: x",
+	  "", "tls-server-name is not supported" },
 	{ "server: 'https://[::1]:6443', certificate-authority-data: " CA_B64,
 	  "client-certificate-data: " CERT_B64 ", client-key-data: " KEY_B64, "", "IPv6 API server address" },
 };
@@ -210,12 +220,13 @@ static void test_rules(void **state)
 	assert_int_equal(up_kube_expose_rules(k, rs), 0);
 	assert_int_equal(up_ruleset_finish(rs, true, problems), 0);
 	doc = up_ruleset_render(rs, true);
-	want = json_pack("{s:i, s:[{s:s, s:s, s:s, s:[s], s:{s:{s:s}}}, {s:s, s:s, s:s, s:[s], s:{s:[s]}}]}",
+	/* Each rule carries its API server's port: the token reaches no other port. */
+	want = json_pack("{s:i, s:[{s:s, s:s, s:s, s:[s], s:i, s:{s:{s:s}}}, {s:s, s:s, s:s, s:[s], s:i, s:{s:[s]}}]}",
 			 "version", 1, "rules",
 			 "name", "kube-b", "layer", "kube", "source", "kubeconfig:b", "hosts",
-			 "api\\.bear\\-1\\.test", "inject", "headers", "Authorization", "Bearer " TOKEN,
-			 "name", "kube-x", "layer", "kube", "source", "kubeconfig:x", "hosts",
-			 "10\\.0\\.0\\.1", "inject", "remove", "Authorization");
+			 "api\\.bear\\-1\\.test", "port", 6443, "inject", "headers", "Authorization",
+			 "Bearer " TOKEN, "name", "kube-x", "layer", "kube", "source", "kubeconfig:x", "hosts",
+			 "10\\.0\\.0\\.1", "port", 443, "inject", "remove", "Authorization");
 	if (!json_equal(doc, want))
 		fail_msg("got %s", json_dumps(doc, 0));
 	/* Matches the API host only, any method and path; shown redacted. */
@@ -232,6 +243,22 @@ static void test_rules(void **state)
 	json_decref(problems);
 	up_ruleset_free(rs);
 	up_kube_exposed_free(k);
+}
+
+static void test_server_port(void **state)
+{
+	(void)state;
+	assert_int_equal(up_kube_server_port("https://a.test"), 443);
+	assert_int_equal(up_kube_server_port("https://a.test/"), 443);
+	assert_int_equal(up_kube_server_port("https://a.test:6443/x"), 6443);
+	assert_int_equal(up_kube_server_port("https://[::1]:8443"), 8443);
+	assert_int_equal(up_kube_server_port("https://[::1]"), 443);
+	assert_int_equal(up_kube_server_port("https://u:p@a.test"), -EINVAL);
+	assert_int_equal(up_kube_server_port("https://a.test:"), -EINVAL);
+	assert_int_equal(up_kube_server_port("https://a.test:0"), -EINVAL);
+	assert_int_equal(up_kube_server_port("https://a.test:65536"), -EINVAL);
+	assert_int_equal(up_kube_server_port("https://a.test:64x"), -EINVAL);
+	assert_int_equal(up_kube_server_port("http://a.test"), -EINVAL);
 }
 
 static void test_escape_and_pem(void **state)
@@ -285,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_credentials_taken),
 		cmocka_unit_test(test_agent_kubeconfig),
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_server_port),
 		cmocka_unit_test(test_escape_and_pem),
 		cmocka_unit_test(test_ca_bundle_appends),
 		cmocka_unit_test(test_no_proxy),

@@ -64,6 +64,10 @@ def rule(**kw):
     (doc(rule(l4_forward=True, inject={"headers": {}})), "an l4_forward rule cannot set 'inject'"),
     (doc(rule(l4_forward=True, cidrs=["10.0.0.300/8"])), "invalid CIDR"),
     (doc(rule(l4_forward=True, cidrs=[])), "'cidrs' is an empty list"),
+    (doc(rule(port="443")), "'port' must be a port number (1 to 65535)"),
+    (doc(rule(port=0)), "'port' must be a port number (1 to 65535)"),
+    (doc(rule(port=True)), "'port' must be a port number (1 to 65535)"),
+    (doc(rule(l4_forward=True, port=22)), "an l4_forward rule cannot set 'port'"),
 ])
 def test_invalid_documents(text, message):
     with pytest.raises(F.RulesError) as e:
@@ -85,6 +89,15 @@ def test_valid_document_details():
     a, t = rs.rules
     assert a.methods is None and a.source == "f.yaml:3" and a.headers == (("X-A", "v\tw"),)
     assert str(t.cidrs[0]) == "192.168.149.0/24" and rs.n_l4 == 1 and len(rs) == 2
+
+
+def test_port_narrows_a_rule_to_one_port():
+    rs = F.parse_rules(doc(rule(name="kube", hosts=["api\\.k8s\\.test"], port=6443),
+                           rule(name="any", hosts=["api\\.k8s\\.test"], methods=["GET"])))
+    assert rs.match_request("POST", "api.k8s.test", "/x", 6443).name == "kube"
+    assert rs.match_request("POST", "api.k8s.test", "/x", 443) is None
+    assert rs.match_request("GET", "api.k8s.test", "/x", 443).name == "any"
+    assert rs.match_request("POST", "api.k8s.test", "/x").name == "kube"  # no port given: not narrowed
 
 
 def test_remove_headers_parsed():

@@ -272,3 +272,35 @@ def test_direct_trust_option_warns(direct):
 
 def test_rawtcp_turned_off(proxy):
     assert "rawtcp turned off" in proxy.mitm.stderr.read_text()
+
+
+def test_a_rule_that_injects_never_sends_its_credential_over_plain_http(proxy):
+    """Absolute-form http:// to an injecting rule's host is refused before anything goes
+    upstream; the same rule over https injects (the control)."""
+    with proxy.lock:
+        proxy.set_rules([R("tok", ["plain\\.uplink\\.test"],
+                           inject={"headers": {"Authorization": "Bearer uplink-sentinel-clear"}})])
+        t1, t2 = uuid.uuid4().hex, uuid.uuid4().hex
+        r1 = send(proxy.port, "http", "plain.uplink.test", 80, "GET", "/x", headers=[("X-Test-Id", t1)])
+        r2 = send(proxy.port, "https", "plain.uplink.test", 443, "GET", "/x", headers=[("X-Test-Id", t2)],
+                  trust=proxy.pki.mitm_ca)
+    assert r1.status == 403 and r1.header("X-Uplink-Denied") == "1"
+    assert "injects credentials, which uplink sends only over HTTPS" in r1.json()["hint"]
+    assert proxy.echo.find(t1) == []
+    assert r2.status == 200
+    (got,) = proxy.echo.find(t2)
+    assert ("Authorization", "Bearer uplink-sentinel-clear") in [tuple(h) for h in got["headers"]]
+
+
+def test_a_rule_with_a_port_takes_only_that_port(proxy):
+    """Kube rules carry the API server's port: the token reaches no other port of the host."""
+    with proxy.lock:
+        proxy.set_rules([R("kube-x", [re.escape(MTLS_HOST)], port=6443,
+                           inject={"headers": {"Authorization": "Bearer uplink-sentinel-port"}})])
+        t1, t2 = uuid.uuid4().hex, uuid.uuid4().hex
+        r1 = send(proxy.port, "https", MTLS_HOST, 6443, "GET", "/api", headers=[("X-Test-Id", t1)],
+                  trust=proxy.pki.mitm_ca)
+        r2 = send(proxy.port, "https", MTLS_HOST, 10250, "GET", "/pods", headers=[("X-Test-Id", t2)],
+                  trust=proxy.pki.mitm_ca)
+    assert r1.status == 200 and proxy.echo.find(t1)
+    assert r2.status == 403 and proxy.echo.find(t2) == []
