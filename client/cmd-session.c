@@ -16,8 +16,9 @@
 #include "yaml-json.h"
 
 /* FLAG_LIST: repeatable, host paths made absolute; FLAG_WORDS: repeatable, as given;
- * FLAG_PATH: one host path made absolute. */
-enum flag_kind { FLAG_STRING, FLAG_BOOL, FLAG_LIST, FLAG_WORDS, FLAG_PATH, FLAG_MODE, FLAG_LOCAL };
+ * FLAG_SPLIT: repeatable, each value split on spaces and commas; FLAG_PATH: one host path
+ * made absolute. */
+enum flag_kind { FLAG_STRING, FLAG_BOOL, FLAG_LIST, FLAG_WORDS, FLAG_SPLIT, FLAG_PATH, FLAG_MODE, FLAG_LOCAL };
 
 /* `uplink run` flags: name, the session.start parameter it sets, and how. */
 static const struct run_flag {
@@ -58,6 +59,7 @@ static const struct run_flag {
 	{ "expose-deploy-cluster", "expose_deploy_cluster", FLAG_BOOL },
 	{ "kube-context", "kube_context", FLAG_WORDS },
 	{ "kubeconfig", "kubeconfig", FLAG_PATH },
+	{ "aws-profiles", "aws_profiles", FLAG_SPLIT },
 	{ "detach", NULL, FLAG_LOCAL },
 	{ "output", NULL, FLAG_LOCAL },
 	{ "json", NULL, FLAG_LOCAL },
@@ -172,6 +174,26 @@ static void kubeconfig_default(json_t *params)
 		(void)json_object_set_new(params, "kubeconfig_default", json_string(buf));
 }
 
+static const struct run_flag *flag_named(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(run_flags); i++)
+		if (!strcmp(run_flags[i].name, name))
+			return &run_flags[i];
+	return NULL;
+}
+
+/* "-a 'dev prod'" and "-a dev,prod" are two profiles, as "-a dev -a prod". */
+static void split_add(json_t *params, const char *param, const char *arg)
+{
+	const char *sep = " \t,";
+
+	for (const char *p = arg + strspn(arg, sep); *p; p += strspn(p, sep)) {
+		size_t n = strcspn(p, sep);
+		list_add(params, param, json_stringn(p, n));
+		p += n;
+	}
+}
+
 static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t *params,
 		     struct run_state *st)
 {
@@ -182,6 +204,7 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 		opts[i] = (struct option){ run_flags[i].name,
 					   run_flags[i].kind == FLAG_STRING || run_flags[i].kind == FLAG_LIST ||
 							   run_flags[i].kind == FLAG_WORDS ||
+							   run_flags[i].kind == FLAG_SPLIT ||
 							   run_flags[i].kind == FLAG_PATH ||
 							   !strcmp(run_flags[i].name, "output")
 						   ? required_argument
@@ -190,8 +213,10 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 	opts[ELEMENTSOF(run_flags)] = (struct option){ 0 };
 	optind = 0;
 	/* Options may come before or after the agent's name; everything after "--" is the agent's. */
-	while ((c = getopt_long(argc, argv, "hdo:", opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, "hdo:a:", opts, &idx)) != -1) {
 		const struct run_flag *f = c >= 1000 ? &run_flags[c - 1000] : NULL;
+		if (c == 'a')
+			f = flag_named("aws-profiles");
 		if (c == 'h' || (f && !strcmp(f->name, "help"))) {
 			up_cli_command_help(cmd, stdout);
 			return -1;
@@ -214,6 +239,8 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 			list_add(params, f->param, abs_path(optarg));
 		else if (f->kind == FLAG_WORDS)
 			list_add(params, f->param, json_string(optarg));
+		else if (f->kind == FLAG_SPLIT)
+			split_add(params, f->param, optarg);
 		else if (f->kind == FLAG_PATH)
 			(void)json_object_set_new(params, f->param, abs_path(optarg));
 	}

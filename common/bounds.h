@@ -188,3 +188,15 @@
 /* Config files (daemon/config-file.c): the largest one read, and how many folders up from the cwd. */
 #define UP_MAX_CONFIG_FILE_SIZE (256 * 1024)
 #define UP_MAX_CONFIG_FILES 64
+/* AWS (--aws-profiles): profiles in one session (flags and the agent's together), how long
+ * `aws configure export-credentials` may run, how much of its output and stderr we keep. */
+#define UP_MAX_AWS_PROFILES 32
+#define UP_AWS_EXPORT_TIMEOUT_MS 60000
+#define UP_AWS_EXPORT_OUTPUT_MAX 16384
+#define UP_AWS_EXPORT_STDERR_MAX 2048
+/* Credential refresh: renew this long before expiry at most (s), or a quarter of the time
+ * left for credentials that live shorter; a failed refresh is retried from the first wait to
+ * the cap (ms). */
+#define UP_REFRESH_MARGIN_S 300
+#define UP_REFRESH_RETRY_BASE_MS 5000
+#define UP_REFRESH_RETRY_CAP_MS (5 * 60 * 1000)

@@ -72,6 +72,7 @@ static const struct key keys[] = {
 	{ "mitm_debug", "mitm_debug", K_BOOL, F(mitm_debug), NULL },
 	{ "kube_context", "kube_context", K_WORDS, 0, NULL },
 	{ "kubeconfig", "kubeconfig", K_PATH, F(kubeconfig), NULL },
+	{ "aws_profiles", "aws_profiles", K_WORDS, 0, NULL },
 };
 #undef F
 
@@ -81,7 +82,7 @@ static const char *const shown[] = {
 	"mitm_runtime_class", "mitmproxy_image", "registry_image", "image", "registry", "ttl",
 	"idle_timeout", "allow_dns", "notifications", "args", "add_dir", "mount_rw", "mount_ro",
 	"ssh_cidr", "ssh_key_dir", "git_https_rewrite", "no_git_identity", "mitm_ca_cert",
-	"mitm_insecure", "mitm_debug", "kube_context", "kubeconfig",
+	"mitm_insecure", "mitm_debug", "kube_context", "kubeconfig", "aws_profiles",
 };
 
 static bool adds_up(const struct key *k)

@@ -286,6 +286,14 @@ static bool is_ip(const char *s)
 #define SSH_SOCK_VOLUME "ssh-sock" /* the relay's socket, shared with the main container */
 #define SSH_SOCK_DIR "/ssh-agent"  /* manifests/ssh-agent-relay.yaml */
 #define SSH_AUTH_SOCK SSH_SOCK_DIR "/agent.sock"
+/* --aws-profiles: the agent's dummy keys (a ConfigMap: they hold no secret, so --dry-run and
+ * kubectl show them), and the mitm's real ones (a Secret mounted whole, so that Kubernetes
+ * updates the file when a refresh patches it). */
+#define AWS_AGENT_CONFIGMAP "agent-aws-creds"
+#define AWS_AGENT_KEY "credentials"
+#define AWS_MITM_SECRET "aws-sigv4-creds"
+#define AWS_MITM_KEY "creds.json"
+#define AWS_MITM_DIR "/aws-creds"
 
 static bool reserved_volume(const char *n)
 {
@@ -293,7 +301,8 @@ static bool reserved_volume(const char *n)
 					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET,
 					     GIT_SECRET, UPSTREAM_CA_SECRET, UP_KUBE_CONFIGMAP,
 					     UP_KUBE_CERTS_SECRET, UP_MANIFEST_SSH_KEYS_SECRET,
-					     UP_MANIFEST_SSH_PUB_SECRET, SSH_SOCK_VOLUME };
+					     UP_MANIFEST_SSH_PUB_SECRET, SSH_SOCK_VOLUME, AWS_AGENT_CONFIGMAP,
+					     AWS_MITM_SECRET };
 
 	if (startswith(n, MOUNT_PREFIX))
 		return true;
@@ -682,6 +691,15 @@ static int render_extras_data(struct render *c)
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
+	if (x && x->aws_creds_json && x->aws_ini) { /* §4.3: the real keys, then the dummies */
+		o = data_object(c, true, AWS_MITM_SECRET);
+		r = o ? data_put(o, true, AWS_MITM_KEY, x->aws_creds_json, strlen(x->aws_creds_json))
+		      : -ENOMEM;
+		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
+			return json_decref(o), r;
+		if ((r = render_text_map(c, AWS_AGENT_CONFIGMAP, AWS_AGENT_KEY, x->aws_ini)) < 0)
+			return r;
+	}
 	if (x && x->gitconfig && *x->gitconfig) {
 		o = data_object(c, true, GIT_SECRET);
 		r = o ? data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig)) : -ENOMEM;
@@ -776,6 +794,17 @@ static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 			r = push(dig(pod, "spec.volumes"),
 				 json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CERTS_SECRET, "secret",
 					   "secretName", UP_KUBE_CERTS_SECRET));
+	}
+	if (r == 0 && x->aws_creds_json && x->aws_ini) {
+		r = set_option(args, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY);
+		if (r == 0)
+			r = push(json_object_get(main, "volumeMounts"),
+				 json_pack("{s:s, s:s, s:b}", "name", AWS_MITM_SECRET, "mountPath",
+					   AWS_MITM_DIR, "readOnly", 1));
+		if (r == 0)
+			r = push(dig(pod, "spec.volumes"),
+				 json_pack("{s:s, s:{s:s}}", "name", AWS_MITM_SECRET, "secret",
+					   "secretName", AWS_MITM_SECRET));
 	}
 	if (r == 0 && x->mitm_insecure)
 		r = set_option(args, "ssl_insecure=true");
@@ -975,6 +1004,15 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 		if (r == 0)
 			r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", GIT_SECRET, "mountPath",
 						   GIT_INCLUDE, "subPath", GIT_KEY, "readOnly", 1));
+	}
+	if (r == 0 && x->aws_creds_json && x->aws_ini) {
+		char at[4200];
+		(void)snprintf(at, sizeof(at), "%s/.aws/" AWS_AGENT_KEY, c->s->home);
+		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", AWS_AGENT_CONFIGMAP, "configMap",
+					    "name", AWS_AGENT_CONFIGMAP));
+		if (r == 0)
+			r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", AWS_AGENT_CONFIGMAP,
+						   "mountPath", at, "subPath", AWS_AGENT_KEY, "readOnly", 1));
 	}
 	json_array_foreach(x->mounts, i, v) {
 		const char *path = json_string_value(json_object_get(v, "path"));

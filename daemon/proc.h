@@ -15,3 +15,7 @@ int up_run_capture(char *const argv[], int timeout_ms, bool with_stderr, char *o
  * own, without a controlling terminal (so nothing it runs can prompt on the user's). */
 int up_run_capture_env(char *const argv[], char *const envp[], bool new_session, int timeout_ms,
 		       bool with_stderr, char *out, size_t len, int *status);
+/* The same with stderr kept apart, in `err` (NULL: to /dev/null). Every read buffer is wiped:
+ * the output may hold a credential. */
+int up_run_capture2(char *const argv[], int timeout_ms, char *out, size_t len, char *err,
+		    size_t err_len, int *status);

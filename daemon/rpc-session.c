@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agents/agent.h"
+#include "aws.h"
 #include "bounds.h"
 #include "cluster.h"
 #include "config-file.h"
@@ -29,6 +30,7 @@ struct start_params {
 	json_t *add_dir, *mount_rw, *mount_ro, *ssh_cidr, *git_https_rewrite, *mitm_ca_cert;
 	const char *ssh_key_dir, *kubeconfig, *kubeconfig_default;
 	json_t *kube_context;
+	json_t *aws_profiles;
 	bool no_git_identity, mitm_insecure, mitm_debug;
 	bool no_notifications; /* config files: notifications: false */
 	bool expose_deploy_cluster; /* a flag only: no config file may expose the deploy cluster */
@@ -52,6 +54,7 @@ static const struct up_param start_params[] = {
 	L("add_dir", add_dir), L("mount_rw", mount_rw), L("mount_ro", mount_ro),
 	L("ssh_cidr", ssh_cidr), L("git_https_rewrite", git_https_rewrite),
 	L("mitm_ca_cert", mitm_ca_cert), S("ssh_key_dir", ssh_key_dir),
+	L("aws_profiles", aws_profiles),
 	B("no_git_identity", no_git_identity), B("mitm_insecure", mitm_insecure),
 	B("mitm_debug", mitm_debug), B("no_notifications", no_notifications),
 	L("kube_context", kube_context), S("kubeconfig", kubeconfig),
@@ -186,6 +189,8 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 	if (p->ssh_key_dir && *p->ssh_key_dir && (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
 		return snprintf(why, len, "--ssh-key-dir: '%s' is not an absolute path", p->ssh_key_dir),
 		       -EINVAL;
+	if ((r = up_aws_check_profiles(p->aws_profiles, why, len)) < 0)
+		return r;
 	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
 		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
 				named(from, "agent_runtime_class", "--agent-runtime-class", at, sizeof(at)),
@@ -248,6 +253,7 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 	/* --kubeconfig (or a config file's), else what the client's $KUBECONFIG names */
 	x->kubeconfig = dup_or_null(p->kubeconfig && *p->kubeconfig ? p->kubeconfig
 								    : p->kubeconfig_default);
+	x->aws_profiles = copy_list(p->aws_profiles);
 	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
 	x->no_git_identity = p->no_git_identity;
 	x->expose_deploy = p->expose_deploy_cluster;
@@ -256,7 +262,7 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 	x->out.mitm_insecure = p->mitm_insecure;
 	x->out.mitm_debug = p->mitm_debug;
 	return x->add_dir && x->mount_rw && x->mount_ro && x->mitm_ca_cert && x->git_rewrite &&
-			       x->out.ssh_cidrs && x->kube_context
+			       x->out.ssh_cidrs && x->kube_context && x->aws_profiles
 		       ? 0
 		       : -ENOMEM;
 }

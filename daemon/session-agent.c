@@ -92,3 +92,23 @@ void session_agent_free(struct up_session *s)
 	free(s->agent);
 	s->agent = NULL;
 }
+
+int session_agent_warnings(const struct up_session *s, json_t *warnings)
+{
+	const struct up_agent_prepared *p = s->agent ? s->agent->p : NULL;
+
+	for (size_t i = 0; p && i < p->n_warnings; i++)
+		if (json_array_append_new(warnings, json_string(p->warnings[i])) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+size_t session_agent_aws_profiles(const struct up_session *s, const char *const **ret)
+{
+	if (!s->agent || !s->agent->p) {
+		*ret = NULL;
+		return 0;
+	}
+	*ret = s->agent->p->aws_profiles;
+	return s->agent->p->n_aws_profiles;
+}

@@ -33,6 +33,10 @@ struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
 	json_decref(x->kube_context);
 	free(x->kubeconfig);
 	up_kube_exposed_free(x->kube);
+	json_decref(x->aws_profiles);
+	if (x->out.aws_creds_json)
+		up_free_secret(x->out.aws_creds_json, strlen(x->out.aws_creds_json));
+	free(x->out.aws_ini);
 	json_decref(x->out.mounts);
 	json_decref(x->out.ssh_cidrs);
 	free(x->out.gitconfig);

@@ -13,6 +13,7 @@ struct up_store;
 struct up_manifests;
 struct session_agent;
 struct scall;
+struct session_refresh;
 
 #define UP_SESSION_MAX_CALLS 32
 /* The agent pod's main container (manifests/agent-pod.yaml). */
@@ -48,6 +49,7 @@ struct up_session {
 	struct up_ca *ca;
 	json_t *problems;
 	json_t *warnings; /* sentences for the user found on the threadpool, told on the loop */
+	struct session_refresh *refresh; /* session-refresh.c; NULL until RUNNING */
 	json_t *objects;
 	char *image_ref;
 	char mitm_ip[64];
@@ -147,3 +149,18 @@ const struct up_agent_contrib *session_agent_contrib(const struct up_session *s)
 int session_agent_context(const struct up_session *s, char *buf, size_t len);
 const char *const *session_agent_attach_argv(const struct up_session *s);
 void session_agent_free(struct up_session *s);
+/* Appends the agent's warnings (sentences for the user) to `warnings`. */
+int session_agent_warnings(const struct up_session *s, json_t *warnings);
+/* The profiles the agent's configuration names (borrowed; valid until session_agent_free). */
+size_t session_agent_aws_profiles(const struct up_session *s, const char *const **ret);
+
+/* session-aws.c, on the threadpool (PREPARING) */
+/* --aws-profiles and the agent's: the dummy INI and the exported credentials. On failure
+ * sets the session's preparation error and returns it (negative). */
+int session_aws_prepare(struct up_session *s);
+/* A warning (appended) when profiles are set up but no rule lets a POST reach AWS. */
+void session_aws_warn_rules(struct up_session *s, json_t *warnings);
+
+/* session-refresh.c: credentials renewed while the session runs */
+void session_refresh_arm(struct up_session *s);
+void session_refresh_free(struct up_session *s);

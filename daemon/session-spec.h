@@ -87,6 +87,10 @@ struct up_session_extras {
 	const struct up_kube_exposed *kube; /* NULL or none = no context */
 	bool mitm_insecure, mitm_debug;
 	struct up_ssh_keys ssh; /* n_keys == 0: no ssh-agent holder, relay or ~/.ssh files */
+	/* --aws-profiles (daemon/aws.h): NULL = none. The agent's ~/.aws/credentials (dummy keys
+	 * only) and the mitm's map of dummy key -> real credentials (secret). */
+	char *aws_ini;
+	char *aws_creds_json;
 };
 
 struct up_session_spec {

@@ -446,6 +446,9 @@ static void prepare_run(uv_work_t *w)
 		s->prep_error = strdup(err);
 		return;
 	}
+	(void)session_agent_warnings(s, s->warnings);
+	if (session_aws_prepare(s) < 0) /* --aws-profiles and the agent's: session-aws.c */
+		return;
 	r = session_agent_rules(s, s->problems);
 	json_array_foreach(s->o.rules, i, f)
 		if (r != -ENOMEM) {
@@ -459,6 +462,7 @@ static void prepare_run(uv_work_t *w)
 		s->prep_e = UP_ERR_RULES_INVALID;
 		return;
 	}
+	session_aws_warn_rules(s, s->warnings);
 	if (!s->o.image && !s->o.registry && !s->o.dry_run)
 		session_registry_check(s->server[0] ? s->server : NULL, s->registry_problem,
 				       sizeof(s->registry_problem));
@@ -505,6 +509,12 @@ static void prepare_after(uv_work_t *w, int status)
 	if (s->prep_error) {
 		session_fail(s, s->prep_e, "%s", s->prep_error);
 		return;
+	}
+	json_t *warning;
+	size_t i;
+	json_array_foreach(s->warnings, i, warning) {
+		log_warning("Session %s: %s", s->id, json_string_value(warning));
+		session_progress(s, "warning", 0, 0, "%s", json_string_value(warning));
 	}
 	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
 	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);

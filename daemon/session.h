@@ -36,6 +36,8 @@ struct up_session_extra {
 	json_t *kube_context;                  /* --kube-context names, in order */
 	char *kubeconfig;                      /* their kubeconfig(s), a colon list; NULL: the daemon's */
 	struct up_kube_exposed *kube;          /* read on the thread pool; out.kube points here */
+	json_t *aws_profiles; /* names, checked; the agent's are added while preparing */
+	int64_t aws_expires_at; /* the earliest expiry of the exported credentials; 0 none */
 	bool no_git_identity;
 	bool expose_deploy;                    /* --expose-deploy-cluster */
 	char *ssh_key_dir;                     /* absolute, as given; NULL = none */

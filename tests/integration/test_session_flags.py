@@ -3,6 +3,7 @@ through `--dry-run`: for each flag the objects it produces, and every validation
 full. The real daemon and client, the fake API server; nothing reaches the cluster."""
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
-from uplinktest import wait_for
+from uplinktest import ROOT, wait_for
 
 PEM_A = "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----"  # no final newline
 PEM_B = "-----BEGIN CERTIFICATE-----\nMIIBBBBB\n-----END CERTIFICATE-----\n"
@@ -45,6 +46,14 @@ def env(tmpdir_short, fakekube, registry, ssh_dirs):  # noqa: F811
         shutil.copytree(sub, h / sub.name)
     # Tests run as root; the holder pod must not (the refusal is tested without this).
     e.daemon.env["UPLINK_DEBUG_UID"] = "1000:1000"
+    # the aws CLI stand-in first on the daemon's PATH; a keyring file for --bedrock
+    e.aws_calls = e.tmp / "aws-calls"
+    (e.tmp / "keyring.json").write_text(json.dumps({"entries": [
+        {"service": "bedrock", "username": "key", "value": "BEDROCK-KEYRING-SENTINEL"}]}))
+    e.daemon.env.update({"PATH": f"{ROOT}/tests/data/aws:" + e.daemon.env["PATH"],
+                         "FAKE_AWS_CALLS": str(e.aws_calls), "FAKE_AWS_FAIL": "broken",
+                         "UPLINK_SECRET_STORE": "file",
+                         "UPLINK_SECRET_FILE": str(e.tmp / "keyring.json")})
     e.daemon.start()
     wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
              what="the deploy cluster to sync")
@@ -952,3 +961,165 @@ def test_the_deploy_cluster_is_not_exposed_unless_asked(env):
     (env.project / ".uplink.yaml").write_text("expose_deploy_cluster: true\n")
     r = env.run("claude", "--dry-run", "--image", "example/agent:1", check=1)
     assert "unknown key 'expose_deploy_cluster'" in r.stderr
+# ---------------------------------------------------------------- AWS profiles (reference §6)
+
+def dummy_akid(profile):
+    return "AKIA" + hashlib.sha256(profile.encode()).hexdigest()[:16].upper()
+
+
+DUMMY_SECRET = "DUMMYsecret" + "0" * 28 + "A"
+
+
+def dummy_ini(*profiles):
+    return "".join(f"[{p}]\naws_access_key_id = {dummy_akid(p)}\naws_secret_access_key = {DUMMY_SECRET}\n\n"
+                   for p in profiles)
+
+
+def aws_objects(by):
+    cm = by.get(("ConfigMap", "agent-aws-creds"))
+    sec = by.get(("Secret", "aws-sigv4-creds"))
+    return (cm["data"]["credentials"] if cm else None,
+            json.loads(base64.b64decode(sec["data"]["creds.json"])) if sec else None)
+
+
+def agent_side(by):
+    """Everything the agent pod references: itself and the ConfigMaps and Secrets it mounts."""
+    pod = by[("Pod", "agent")]
+    text = json.dumps(pod)
+    for v in pod["spec"]["volumes"]:
+        if "secret" in v:
+            o = by[("Secret", v["secret"]["secretName"])]
+            text += json.dumps(o) + "".join(base64.b64decode(x).decode(errors="replace")
+                                            for x in o.get("data", {}).values())
+        if "configMap" in v:
+            text += json.dumps(by[("ConfigMap", v["configMap"]["name"])])
+    return text
+
+
+AWS_CASES = [
+    # flags, the profiles in order
+    (["--aws-profiles", "dev"], ["dev"]),
+    (["-a", "dev", "--aws-profiles", "prod.eu_1 ops-2", "-a", "dev,prod.eu_1"], ["dev", "prod.eu_1", "ops-2"]),
+    (["--aws-profiles", "A.b_C-9"], ["A.b_C-9"]),
+]
+
+
+@pytest.mark.parametrize("args,profiles", AWS_CASES, ids=[" ".join(a) for a, _ in AWS_CASES])
+def test_aws_profiles_dummy_keys_for_the_agent_real_ones_for_the_mitm(env, args, profiles):
+    by, names, r = dry(env, *args)
+    ini, creds = aws_objects(by)
+    assert ini == dummy_ini(*profiles)
+    # one exported identity per profile, under its dummy key; the stand-in's values
+    assert sorted(creds) == sorted(dummy_akid(p) for p in profiles)
+    for p in profiles:
+        c = creds[dummy_akid(p)]
+        assert c["access_key_id"].startswith("ASIAREAL" + p.upper()[:8])
+        assert c["secret_access_key"].startswith(f"SENTINELsecret/{p}/")
+        assert c["session_token"].startswith(f"SENTINELtoken/{p}/")
+    calls = env.aws_calls.read_text().splitlines()
+    assert [c.split(" --profile ")[1].split()[0] for c in calls] == profiles
+    assert all(c.startswith("configure export-credentials") and "--format process" in c for c in calls)
+    # the agent mounts only the dummies, read-only, at ~/.aws/credentials
+    pod = by[("Pod", "agent")]["spec"]
+    assert {"name": "agent-aws-creds", "configMap": {"name": "agent-aws-creds"}} in pod["volumes"]
+    assert {"name": "agent-aws-creds", "mountPath": f"{env.home}/.aws/credentials",
+            "subPath": "credentials", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    assert "aws-sigv4-creds" not in json.dumps(by[("Pod", "agent")])
+    assert "SENTINEL" not in agent_side(by)
+    # the mitm mounts the real ones (the whole Secret, so that updates reach the file)
+    args_ = mitm_args(by)
+    assert args_[args_.index("uplink_aws_creds=/aws-creds/creds.json") - 1] == "--set"
+    mitm = by[("Pod", "mitm")]["spec"]
+    assert {"name": "aws-sigv4-creds", "mountPath": "/aws-creds", "readOnly": True} in mitm["containers"][0]["volumeMounts"]
+    assert {"name": "aws-sigv4-creds", "secret": {"secretName": "aws-sigv4-creds"}} in mitm["volumes"]
+    assert "agent-aws-creds" not in json.dumps(by[("Pod", "mitm")])
+    # created before the policies and pods, the real keys first (§4.3)
+    assert names.index("Secret/aws-sigv4-creds") < names.index("ConfigMap/agent-aws-creds") < \
+        names.index("NetworkPolicy/default-deny")
+    # nothing secret in what the client printed on stderr, or in the daemon's log
+    assert "SENTINEL" not in r.stderr and "SENTINEL" not in env.daemon.logs()
+
+
+def test_no_aws_profiles_no_aws_objects(env):
+    by, names, _ = dry(env)
+    assert aws_objects(by) == (None, None)
+    assert not [a for a in mitm_args(by) if a.startswith("uplink_aws_creds")]
+    assert not env.aws_calls.exists()
+
+
+def test_aws_secret_is_redacted_without_show_secrets(env):
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "-a", "dev", check=0)
+    by = {(i["kind"], i["metadata"]["name"]): i for i in json.loads(r.stdout)["items"]}
+    assert by[("Secret", "aws-sigv4-creds")]["data"]["creds.json"].startswith("<redacted: ")
+    assert "SENTINEL" not in r.stdout + r.stderr and "SENTINEL" not in env.daemon.logs()
+    # the dummies are no secret: shown
+    assert by[("ConfigMap", "agent-aws-creds")]["data"]["credentials"] == dummy_ini("dev")
+
+
+def test_aws_profiles_without_a_rule_for_aws_warn(env):
+    _, _, r = dry(env, "-a", "dev")
+    warning = ("AWS profiles are set up, but no rule allows POST to AWS (sts.amazonaws.com): only "
+               "GET, HEAD and OPTIONS reach AWS until a rules file allows more (examples/rules/aws.yaml)")
+    assert warning in r.stderr
+    rules = env.tmp / "aws-rules.yaml"
+    rules.write_text("rules:\n  - name: aws\n    hosts: ['[a-z0-9.-]+\\.amazonaws\\.com']\n")
+    _, _, r = dry(env, "-a", "dev", "--rules", str(rules))
+    assert "no rule allows POST to AWS" not in r.stderr
+    _, _, r = dry(env)
+    assert "AWS profiles" not in r.stderr
+
+
+def test_aws_profiles_from_config_files_and_the_agent(env):
+    (env.project / ".uplink.yaml").write_text("aws_profiles: [cfg, dev]\n")
+    (env.home / ".claude" / "settings.json").write_text(json.dumps({"env": {"AWS_PROFILE": "fromsettings"}}))
+    by, _, _ = dry(env, "-a", "dev", "-a", "flag")
+    # config first, then the flags, each once; the settings' profile only in bedrock mode
+    assert aws_objects(by)[0] == dummy_ini("cfg", "dev", "flag")
+    by, _, r = dry(env, "--bedrock", "-a", "flag")
+    assert aws_objects(by)[0] == dummy_ini("cfg", "dev", "flag", "fromsettings"), r.stderr
+
+
+AWS_ERRORS = [
+    (["--aws-profiles", "bad/name"],
+     "invalid AWS profile name 'bad/name': only letters, digits, '.', '_' and '-' are allowed"),
+    (["-a", "x]y"], "invalid AWS profile name 'x]y': only letters, digits, '.', '_' and '-' are allowed"),
+    (["-a", "ok", "-a", "[evil]"],
+     "invalid AWS profile name '[evil]': only letters, digits, '.', '_' and '-' are allowed"),
+    (["-a", " ".join(f"p{i}" for i in range(33))], "--aws-profiles: at most 32 profiles"),
+    (["-a", "dev", "-a", "broken"],
+     "AWS profile 'broken': cannot export its credentials (aws: Error loading SSO Token: Token for "
+     "broken does not exist); if it uses SSO, run: aws sso login --profile broken"),
+]
+
+
+@pytest.mark.parametrize("args,message", AWS_ERRORS, ids=[a[-1][:20] for a, _ in AWS_ERRORS])
+def test_aws_validation_messages(env, args, message):
+    test_validation_messages(env, args, message)
+    assert "SENTINEL" not in env.daemon.logs()
+
+
+def test_aws_profile_from_settings_is_checked_too(env):
+    (env.home / ".claude" / "settings.json").write_text(json.dumps({"env": {"AWS_PROFILE": "no pe"}}))
+    by, _, r = dry(env, "--bedrock")
+    # the agent leaves it out, says so, and nothing else changes
+    assert "env.AWS_PROFILE is not a valid AWS profile name; ignoring it" in r.stderr
+    assert aws_objects(by) == (None, None)
+
+
+def test_aws_cli_missing(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = Env(tmpdir_short, fakekube, registry)
+    bare = e.tmp / "bin"
+    bare.mkdir()
+    e.daemon.env["PATH"] = str(bare)  # no aws on it
+    e.daemon.start()
+    try:
+        wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+                 what="the deploy cluster to sync")
+        r = e.run("claude", "--dry-run", "--image", "example/agent:1", "-a", "dev")
+        assert r.returncode != 0
+        assert ("AWS profile 'dev': the aws CLI is not on uplinkd's PATH; install AWS CLI v2 (or put "
+                "it on the daemon's PATH) to use --aws-profiles") in r.stderr
+    finally:
+        rc = e.daemon.stop()
+        e.daemon.close()
+    assert rc == 0
