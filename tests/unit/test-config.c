@@ -19,7 +19,7 @@
 	      "deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, registry_image, " \
 	      "image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, add_dir, " \
 	      "mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, " \
-	      "mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig"
+	      "mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles"
 
 static char root[PATH_MAX];
 
