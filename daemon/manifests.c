@@ -291,8 +291,8 @@ static bool is_ip(const char *s)
  * updates the file when a refresh patches it). */
 #define AWS_AGENT_CONFIGMAP "agent-aws-creds"
 #define AWS_AGENT_KEY "credentials"
-#define AWS_MITM_SECRET "aws-sigv4-creds"
-#define AWS_MITM_KEY "creds.json"
+#define AWS_MITM_SECRET UP_MANIFEST_AWS_SECRET
+#define AWS_MITM_KEY UP_MANIFEST_AWS_KEY
 #define AWS_MITM_DIR "/aws-creds"
 
 static bool reserved_volume(const char *n)
@@ -1217,4 +1217,29 @@ json_t *up_manifests_list(const json_t *objects, bool show_secrets)
 	}
 	return json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", "v1", "kind", "List", "metadata",
 			 "items", items);
+}
+
+json_t *up_manifests_find(const json_t *objects, const char *kind, const char *name)
+{
+	json_t *o;
+	size_t i;
+
+	json_array_foreach(objects, i, o) {
+		const char *k = json_string_value(json_object_get(o, "kind"));
+		const char *n = json_string_value(dig(o, "metadata.name"));
+		if (k && n && streq(k, kind) && streq(n, name))
+			return o;
+	}
+	return NULL;
+}
+
+int up_manifests_secret_put(json_t *secret, const char *key, const char *data, size_t len)
+{
+	json_t *d = json_object_get(secret, "data");
+	json_t *old = json_object_get(d, key);
+
+	/* The old value held a credential too: wiped before it goes. */
+	if (json_is_string(old))
+		explicit_bzero((char *)json_string_value(old), json_string_length(old));
+	return d ? data_put(secret, true, key, data, len) : -EINVAL;
 }

@@ -20,6 +20,8 @@
 #define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon" /* key filter.py; mounted by the mitm */
 #define UP_MANIFEST_RULES_SECRET "rules-json"    /* key rules.json; mitm only */
 #define UP_MANIFEST_CERTS_SECRET "mitm-certs"    /* mitmproxy's confdir; mitm only */
+#define UP_MANIFEST_AWS_SECRET "aws-sigv4-creds" /* key creds.json; mitm only */
+#define UP_MANIFEST_AWS_KEY "creds.json"
 #define UP_MANIFEST_CA_CONFIGMAP "uplink-ca"     /* key ca.crt, the certificate alone; agent */
 #define UP_MANIFEST_AGENT_CA_PATH "/etc/uplink/ca/ca.crt"
 /* --ssh-key-dir (reference §8.2): the holder Pod and Service, also the agent's hostAliases name */
@@ -71,3 +73,7 @@ int up_manifests_set_ssh_agent_ip(json_t *objects, const char *ip, char *err, si
  * `show_secrets`, every Secret's data value reads "<redacted: N bytes>".
  */
 json_t *up_manifests_list(const json_t *objects, bool show_secrets);
+/* The rendered object of that kind and name (borrowed), or NULL. */
+json_t *up_manifests_find(const json_t *objects, const char *kind, const char *name);
+/* Replaces one key of a rendered Secret's data (base64 of `data`); for refreshes. */
+int up_manifests_secret_put(json_t *secret, const char *key, const char *data, size_t len) _wur_;

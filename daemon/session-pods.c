@@ -87,6 +87,7 @@ static void running(struct up_session *s)
 	session_set_state(s, UP_SESSION_RUNNING, NULL);
 	s->idle_since = session_now();
 	session_life_arm(s);
+	session_refresh_arm(s);
 	if (req) {
 		s->req = NULL;
 		up_request_reply(req, up_session_describe(s));

@@ -148,6 +148,8 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 		up_session_audit_start(s);
 	else if (up_session_state_is_terminal(to))
 		up_session_audit_stop(s);
+	if (up_session_state_is_terminal(to))
+		session_refresh_free(s); /* nothing to renew for a session that has ended */
 	/* On the way down, the reason the session ended stays: it is what `list` shows. */
 	char kept[1024] = "";
 	if (!reason && s->record && (to == UP_SESSION_TEARDOWN || to == UP_SESSION_GONE)) {
@@ -815,6 +817,7 @@ void up_session_free(struct up_session *s)
 	}
 	up_list_remove(&s->link);
 	session_life_free(s);
+	session_refresh_free(s);
 	if (s->timer)
 		uv_close((uv_handle_t *)s->timer, timer_closed);
 	session_agent_free(s);
@@ -899,6 +902,7 @@ void up_session_cancel_work(struct up_session *s)
 	up_session_audit_cancel(s);
 	session_cancel_work(s);
 	session_life_free(s);
+	session_refresh_free(s);
 	/* Shutting down: the loop must be able to finish, so the timer goes now. */
 	if (s->timer) {
 		uv_close((uv_handle_t *)s->timer, timer_closed);
