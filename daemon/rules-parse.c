@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "bounds.h"
+#include "duration.h"
 #include "placeholders.h"
 #include "rules-private.h"
 #include "yaml-json.h"
@@ -40,7 +41,7 @@ struct pctx {
 struct rb {
 	struct up_rule r;
 	yaml_node_t *node;
-	yaml_node_t *host, *hosts, *methods, *paths, *inject, *cidrs;
+	yaml_node_t *host, *hosts, *methods, *paths, *inject, *cidrs, *refresh;
 };
 
 _printf_(3, 4) static void problem(struct pctx *c, const yaml_node_t *n, const char *fmt, ...)
@@ -383,6 +384,27 @@ static int key_cidrs(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *
 	return 0;
 }
 
+/* refresh: DURATION, how often the daemon renews the rule's {{exec:...}} values. */
+static int key_refresh(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
+{
+	const char *s = str(v);
+	char err[256];
+	uint64_t secs;
+
+	b->refresh = k;
+	if (!s || !*s) {
+		problem(c, v, "'refresh' must be a duration such as 30m or 12h");
+		return 0;
+	}
+	if (up_duration_parse(s, &secs, err, sizeof(err)) < 0)
+		problem(c, v, "'refresh': %s", err);
+	else if (secs < 60)
+		problem(c, v, "'refresh' must be at least 1m, not %s", s);
+	else
+		b->r.refresh_s = secs;
+	return 0;
+}
+
 typedef int (*key_fn)(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v);
 
 static const struct {
@@ -391,7 +413,7 @@ static const struct {
 } rule_keys[] = {
 	{ "name", key_name },       { "host", key_host },     { "hosts", key_hosts },
 	{ "methods", key_methods }, { "paths", key_paths },   { "inject", key_inject },
-	{ "l4_forward", key_l4 },   { "cidrs", key_cidrs },
+	{ "l4_forward", key_l4 },   { "cidrs", key_cidrs },   { "refresh", key_refresh },
 };
 
 /* Near-misses that would otherwise widen a rule silently. */
@@ -409,7 +431,15 @@ static void unknown_rule_key(struct pctx *c, yaml_node_t *k, const char *name)
 			return;
 		}
 	problem(c, k, "unknown key '%s'; a rule has name, hosts (or host), methods, paths, "
-		      "inject, l4_forward and cidrs", name);
+		      "inject, refresh, l4_forward and cidrs", name);
+}
+
+static bool has_exec(const struct up_rule *r)
+{
+	for (size_t i = 0; i < r->n_headers; i++)
+		if (r->headers[i].value && strstr(r->headers[i].value, "{{exec:"))
+			return true;
+	return false;
 }
 
 static void check_rule(struct pctx *c, struct rb *b)
@@ -421,8 +451,8 @@ static void check_rule(struct pctx *c, struct rb *b)
 	if (b->host && b->hosts)
 		problem(c, b->hosts, "both 'host' and 'hosts' are set; keep only 'hosts'");
 	if (b->r.l4) {
-		yaml_node_t *bad[] = { b->methods, b->paths, b->inject };
-		const char *names[] = { "methods", "paths", "inject" };
+		yaml_node_t *bad[] = { b->methods, b->paths, b->inject, b->refresh };
+		const char *names[] = { "methods", "paths", "inject", "refresh" };
 		for (size_t i = 0; i < ELEMENTSOF(bad); i++)
 			if (bad[i])
 				problem(c, bad[i], "l4_forward rule cannot set '%s': %s", names[i], l4_why);
@@ -436,6 +466,9 @@ static void check_rule(struct pctx *c, struct rb *b)
 	if (!b->host && !b->hosts)
 		problem(c, b->node, "missing required field 'hosts'; list the host regexes this rule "
 				    "allows, e.g. hosts: ['api\\.example\\.com']");
+	if (b->refresh && !has_exec(&b->r))
+		problem(c, b->refresh, "'refresh' renews {{exec:...}} values, and this rule's "
+				       "inject.headers have none; remove it");
 }
 
 static void set_label(struct pctx *c, yaml_node_t *rule, size_t index)

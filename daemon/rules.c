@@ -272,6 +272,25 @@ int up_rule_header_set_value(struct up_rule_header *h, const char *value)
 	return 0;
 }
 
+int up_rule_header_replace(struct up_rule_header *h, const char *value)
+{
+	char *v = strdup(value);
+	int r;
+
+	if (!v)
+		return -ENOMEM;
+	r = up_rule_header_set_value(h, value);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	if (h->value)
+		explicit_bzero(h->value, strlen(h->value));
+	free(h->value);
+	h->value = v;
+	return 0;
+}
+
 static int add_generic(struct up_ruleset *rs)
 {
 	struct up_rule r = {

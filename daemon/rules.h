@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util.h"
 
@@ -60,6 +61,7 @@ struct up_rule {
 	char **remove; /* header names taken off allowed requests (inject.remove); NULL: none */
 	size_t n_remove;
 	unsigned port; /* only requests to this port (kube rules); 0: any */
+	uint64_t refresh_s; /* refresh: DURATION: its {{exec:...}} values renewed this often; 0 never */
 	void *host_re, *path_re; /* compiled (pcre2_code **) */
 };
 
@@ -108,6 +110,8 @@ bool up_ruleset_replace_defaults(const struct up_ruleset *rs);
 
 /* Stores a header's resolved value (copied). */
 int up_rule_header_set_value(struct up_rule_header *h, const char *value) _wur_;
+/* Replaces the value as written and the resolved one (a literal credential renewed). */
+int up_rule_header_replace(struct up_rule_header *h, const char *value) _wur_;
 
 /*
  * The first HTTP rule that allows METHOD on HOST (no port; compared case-insensitively)

@@ -114,7 +114,7 @@ static void test_rule_key_errors(void **state)
 	       "t.yaml:4:5: rule 'a': unknown key 'headers'; did you mean 'inject'?");
 	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    colour: red\n",
 	       "t.yaml:4:5: rule 'a': unknown key 'colour'; a rule has name, hosts (or host), methods, "
-	       "paths, inject, l4_forward and cidrs");
+	       "paths, inject, refresh, l4_forward and cidrs");
 	EXPECT("rules:\n  - name: [a]\n    hosts: [x]\n", "t.yaml:2:11: rule #1 (unnamed): 'name' must be a string");
 	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    hosts: [y]\n",
 	       "t.yaml:4:5: rule 'a': duplicate key 'hosts'; keep only one");
@@ -166,6 +166,43 @@ static void test_inject_errors(void **state)
 	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    inject: {headers: {A: 'caf\xc3\xa9 \xe2\x82\xac'}}\n",
 	       "t.yaml:4:27: rule 'a': header 'A': a header value cannot hold a line break, another "
 	       "control character, or a character outside Latin-1");
+}
+
+static void test_refresh(void **state)
+{
+	static const char ok[] = "rules:\n  - name: a\n    hosts: [x]\n    refresh: 30m\n"
+				 "    inject:\n      headers:\n        X-T: 'Bearer {{exec:get-token}}'\n";
+	struct up_ruleset *rs = up_ruleset_new();
+	json_t *p;
+	int r;
+
+	(void)state;
+	p = load(rs, ok, &r);
+	assert_int_equal(r, 0);
+	assert_int_equal(json_array_size(p), 0);
+	assert_int_equal(up_ruleset_get(rs, 0)->refresh_s, 1800);
+	json_decref(p);
+	up_ruleset_free(rs);
+	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    refresh: soon\n"
+	       "    inject: {headers: {X: '{{exec:t}}'}}\n",
+	       "t.yaml:4:14: rule 'a': 'refresh': invalid duration 'soon'; use forms like 30m, 2h, 1d");
+	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    refresh: 30s\n"
+	       "    inject: {headers: {X: '{{exec:t}}'}}\n",
+	       "t.yaml:4:14: rule 'a': 'refresh' must be at least 1m, not 30s");
+	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    refresh: [1h]\n"
+	       "    inject: {headers: {X: '{{exec:t}}'}}\n",
+	       "t.yaml:4:14: rule 'a': 'refresh' must be a duration such as 30m or 12h");
+	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    refresh: 1h\n"
+	       "    inject: {headers: {X: '{{keyring:s:u}}'}}\n",
+	       "t.yaml:4:5: rule 'a': 'refresh' renews {{exec:...}} values, and this rule's "
+	       "inject.headers have none; remove it");
+	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    refresh: 1h\n",
+	       "t.yaml:4:5: rule 'a': 'refresh' renews {{exec:...}} values, and this rule's "
+	       "inject.headers have none; remove it");
+	EXPECT("rules:\n  - name: a\n    l4_forward: true\n    hosts: [x]\n    refresh: 1h\n",
+	       "t.yaml:5:5: rule 'a': l4_forward rule cannot set 'refresh': an L4 rule forwards whole "
+	       "connections, so there is no method, path or header to act on; remove it or write "
+	       "a separate HTTP rule");
 }
 
 static void test_l4_errors(void **state)
@@ -568,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_method_path_errors),
 		cmocka_unit_test(test_inject_errors),
 		cmocka_unit_test(test_l4_errors),
+		cmocka_unit_test(test_refresh),
 		cmocka_unit_test(test_problems_sorted_and_bounded),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_file_too_large),
