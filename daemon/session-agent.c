@@ -112,3 +112,8 @@ size_t session_agent_aws_profiles(const struct up_session *s, const char *const 
 	*ret = s->agent->p->aws_profiles;
 	return s->agent->p->n_aws_profiles;
 }
+
+time_t session_agent_expires_at(const struct up_session *s)
+{
+	return s->agent && s->agent->p ? s->agent->p->expires_at : 0;
+}

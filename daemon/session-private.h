@@ -151,6 +151,8 @@ const char *const *session_agent_attach_argv(const struct up_session *s);
 void session_agent_free(struct up_session *s);
 /* Appends the agent's warnings (sentences for the user) to `warnings`. */
 int session_agent_warnings(const struct up_session *s, json_t *warnings);
+/* When the agent's injected credential (the OAuth token) stops working; 0: never. */
+time_t session_agent_expires_at(const struct up_session *s);
 /* The profiles the agent's configuration names (borrowed; valid until session_agent_free). */
 size_t session_agent_aws_profiles(const struct up_session *s, const char *const **ret);
 

@@ -1,15 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Credentials renewed while a session runs (DESIGN.md "Rules and credentials"): the AWS
- * profiles' exports before the earliest one expires. The export runs on the threadpool;
- * the mitm's Secret is then re-applied (server-side apply of the rendered Secret with the
- * new data), Kubernetes updates the mounted file, and the addon reloads it when it
- * changes. A failure is retried with capped backoff; if the credentials expire anyway the
- * user gets one desktop notification (again only after a success).
+ * Credentials renewed while a session runs (DESIGN.md "Rules and credentials"):
  *
- * One timer per session, armed for the next thing due. The state is its own object so
- * that a job in flight when the session goes can finish: the session detaches it
- * (s = NULL) and the job's completion frees it.
+ *  - AWS: the profiles' exports, a little before the earliest expires; the mitm's
+ *    aws-sigv4-creds Secret gets the new map.
+ *  - The agent's login (the Anthropic OAuth token): its prepare() again with rules_only,
+ *    shortly before the token expires (prepare() refreshes it on the host when it is that
+ *    near its end); the auth rules' header values are swapped for the new ones.
+ *  - {{exec:...}} values of rules that say `refresh: DURATION`, that often: the set's
+ *    placeholders are resolved again (every one of them: the resolver works on whole sets).
+ *
+ * Work runs on the threadpool (exports, prepare) or through the async resolver; then the
+ * rendered Secret is updated and applied again (server-side apply), Kubernetes updates
+ * the mounted file, and the addon reloads it when it changes. A failure is retried with
+ * capped backoff; if the credential expires anyway the user gets one desktop notification
+ * per kind (again only after a success).
+ *
+ * One timer per session, armed for the next thing due; one round of work at a time. The
+ * state is its own object so that a round in flight when the session goes can finish: the
+ * session detaches it (s = NULL) and the round's last step frees it.
+ *
+ * Not after a daemon restart: an adopted session has its record, not its options (the
+ * profiles, the rules, the agent's state), so nothing is renewed for it (session.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agents/agent.h"
 #include "aws.h"
 #include "backoff.h"
 #include "bounds.h"
@@ -25,24 +38,57 @@
 #include "manager.h"
 #include "manifests.h"
 #include "notify.h"
+#include "placeholders.h"
+#include "rules.h"
+#include "secret-store.h"
 #include "session-private.h"
 
+enum cred { CRED_AWS, CRED_LOGIN, CRED_EXEC, _CRED_MAX };
+
+static const char *const cred_what[_CRED_MAX] = {
+	[CRED_AWS] = "AWS credentials",
+	[CRED_LOGIN] = "the agent's login token",
+	[CRED_EXEC] = "exec placeholder values",
+};
+
+/* The agent's token is renewed this long before it expires (its prepare() refreshes it
+ * when less than 5 minutes are left). */
+#define LOGIN_RENEW_BEFORE_S 120
+
+struct cred_state {
+	bool on;
+	uint64_t due_ms;     /* uv_now() of the next renewal */
+	uint64_t expires_ms; /* uv_now() when the value in the Secret stops working; 0 unknown */
+	unsigned attempt;
+	bool notified;
+};
+
 struct session_refresh {
-	struct up_session *s; /* NULL once the session has gone: the job in flight frees this */
+	struct up_session *s; /* NULL once the session has gone: the round in flight frees this */
 	uv_timer_t *timer;    /* freed by its close callback */
 	uv_work_t work;
-	bool busy;     /* a job is on the threadpool */
-	bool notified; /* the user was told the credentials expired; until a success */
-	unsigned attempt;
-	long divisor; /* UPLINK_DEBUG_TIME_DIVISOR: tests make minutes seconds */
-	uint64_t expires_ms; /* uv_now() when the credentials in the Secret stop working; 0 never */
+	bool busy;        /* a round is under way */
+	bool in_work;     /* its threadpool job is queued or running: job_after() frees a detached rf */
+	unsigned pending; /* its steps still in flight (threadpool, resolver, applies) */
+	unsigned doing;   /* 1 << enum cred: the kinds in this round */
+	unsigned rules;   /* the kinds whose new values await the rules Secret */
+	long divisor;     /* UPLINK_DEBUG_TIME_DIVISOR: tests make minutes seconds */
+	struct cred_state c[_CRED_MAX];
+	uint64_t exec_every_ms;
+	struct up_resolve *resolve;
 
-	/* The job: its input (copied on the loop) and its results. */
+	/* The threadpool job: its input (copied on the loop) and its results. */
 	json_t *profiles;
+	char *agent, *mode, *home, *user, *cwd;
 	char *creds_json; /* secret */
 	int64_t aws_expires;
-	int r;
-	char why[1024];
+	int aws_r;
+	char aws_why[1024];
+	struct up_ruleset *auth; /* the agent's new auth rules */
+	time_t login_at;      /* when the token in the rules Secret expires */
+	time_t login_expires; /* the new one's */
+	int login_r;
+	char login_why[1024];
 };
 
 static long time_divisor(void)
@@ -58,159 +104,368 @@ static void timer_closed(uv_handle_t *h)
 	free(h);
 }
 
-static void job_done_free(struct session_refresh *rf)
+static void job_clear(struct session_refresh *rf)
 {
+	char **strs[] = { &rf->agent, &rf->mode, &rf->home, &rf->user, &rf->cwd };
+
 	if (rf->creds_json)
 		up_free_secret(rf->creds_json, strlen(rf->creds_json));
 	rf->creds_json = NULL;
 	json_decref(rf->profiles);
 	rf->profiles = NULL;
-}
-
-static void refresh_destroy(struct session_refresh *rf)
-{
-	job_done_free(rf);
-	free(rf);
+	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
+		free(*strs[i]);
+		*strs[i] = NULL;
+	}
+	rf->auth = up_ruleset_free(rf->auth);
 }
 
 static void on_timer(uv_timer_t *t);
 
-static void schedule(struct session_refresh *rf, uint64_t ms)
+static uint64_t now_ms(const struct session_refresh *rf)
 {
-	if (rf->timer && !rf->s->all->closing)
-		(void)uv_timer_start(rf->timer, on_timer, ms, 0);
+	return uv_now(rf->s->all->loop);
 }
 
-/* The next renewal, from when the credentials now in the Secret expire. */
-static void schedule_from_expiry(struct session_refresh *rf, int64_t expires)
+/* Seconds of wall-clock time as the loop's milliseconds, divided in tests. */
+static uint64_t scaled_ms(const struct session_refresh *rf, int64_t seconds)
 {
-	int64_t ms = up_refresh_delay_ms((int64_t)time(NULL), expires, rf->divisor);
-	int64_t left = expires - (int64_t)time(NULL);
-
-	rf->expires_ms = expires ? uv_now(rf->s->all->loop) + (uint64_t)(left > 0 ? left : 0) * 1000 /
-								 (uint64_t)rf->divisor
-				 : 0;
-	if (ms < 0)
-		return; /* nothing that expires */
-	log_debug("Session %s: credentials renewed in %lld ms", rf->s->id, (long long)ms);
-	schedule(rf, (uint64_t)ms);
+	return seconds > 0 ? (uint64_t)seconds * 1000 / (uint64_t)rf->divisor : 0;
 }
 
-static void failed(struct session_refresh *rf, const char *why)
+static void rearm(struct session_refresh *rf)
+{
+	uint64_t next = UINT64_MAX, now;
+
+	if (!rf->s || rf->busy || rf->s->all->closing)
+		return;
+	for (int k = 0; k < _CRED_MAX; k++)
+		if (rf->c[k].on && rf->c[k].due_ms < next)
+			next = rf->c[k].due_ms;
+	if (next == UINT64_MAX)
+		return;
+	now = now_ms(rf);
+	(void)uv_timer_start(rf->timer, on_timer, next > now ? next - now : 0, 0);
+}
+
+/* The value now in the Secret stops working at `expires` (Unix time; 0 never). */
+static void set_expiry(struct session_refresh *rf, enum cred k, int64_t expires)
+{
+	int64_t now = (int64_t)time(NULL), ms;
+
+	rf->c[k].expires_ms = expires ? now_ms(rf) + scaled_ms(rf, expires - now) : 0;
+	switch (k) {
+	case CRED_AWS:
+		ms = up_refresh_delay_ms(now, expires, rf->divisor);
+		break;
+	case CRED_LOGIN:
+		ms = expires ? (int64_t)scaled_ms(rf, expires - now - LOGIN_RENEW_BEFORE_S) : -1;
+		break;
+	default:
+		ms = (int64_t)rf->exec_every_ms;
+		rf->c[k].expires_ms = now_ms(rf) + 2 * rf->exec_every_ms; /* a period overdue */
+		break;
+	}
+	rf->c[k].on = ms >= 0;
+	rf->c[k].due_ms = now_ms(rf) + (uint64_t)(ms > 0 ? ms : 0);
+	if (ms >= 0)
+		log_debug("Session %s: %s next renewed in %lld ms", rf->s->id, cred_what[k], (long long)ms);
+}
+
+static void renewed(struct session_refresh *rf, enum cred k, int64_t expires)
+{
+	log_info("Session %s: %s renewed", rf->s->id, cred_what[k]);
+	rf->c[k].attempt = 0;
+	rf->c[k].notified = false;
+	set_expiry(rf, k, expires);
+}
+
+static void failed(struct session_refresh *rf, enum cred k, const char *why)
 {
 	struct up_session *s = rf->s;
-	uint64_t ms = up_backoff_ms(rf->attempt++, UP_REFRESH_RETRY_BASE_MS / (uint64_t)rf->divisor,
+	uint64_t ms = up_backoff_ms(rf->c[k].attempt++, UP_REFRESH_RETRY_BASE_MS / (uint64_t)rf->divisor,
 				    UP_REFRESH_RETRY_CAP_MS / (uint64_t)rf->divisor, (uint32_t)uv_hrtime(), -1);
 
-	log_warning("Session %s: cannot renew its credentials: %s; again in %llu ms", s->id, why,
+	log_warning("Session %s: cannot renew %s: %s; again in %llu ms", s->id, cred_what[k], why,
 		    (unsigned long long)ms);
-	if (rf->expires_ms && uv_now(s->all->loop) >= rf->expires_ms && !rf->notified) {
-		rf->notified = true;
+	if (rf->c[k].expires_ms && now_ms(rf) >= rf->c[k].expires_ms && !rf->c[k].notified) {
+		rf->c[k].notified = true;
 		up_notify_credential_failed(up_manager_notifier(s->all->m), s->o.agent, s->id, why);
 	}
-	schedule(rf, ms);
+	rf->c[k].due_ms = now_ms(rf) + ms;
 }
 
-static void on_secret_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+/* One step of the round is over; the last one ends it. */
+static void step_done(struct session_refresh *rf)
+{
+	if (--rf->pending > 0)
+		return;
+	rf->busy = false;
+	rf->doing = rf->rules = 0;
+	job_clear(rf);
+	rearm(rf);
+}
+
+/* ---- the Secrets ---- */
+
+static int put_and_apply(struct session_refresh *rf, const char *name, const char *key,
+			 const char *text, session_done_fn done)
+{
+	json_t *secret = up_manifests_find(rf->s->objects, "Secret", name);
+	int r = secret ? up_manifests_secret_put(secret, key, text, strlen(text)) : -ENOENT;
+
+	if (r >= 0)
+		r = session_apply(rf->s, secret, done);
+	if (r >= 0)
+		rf->pending++;
+	return r;
+}
+
+static void on_aws_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
 {
 	struct session_refresh *rf = s->refresh;
 
 	(void)obj;
 	if (!rf)
 		return;
-	if (err) {
-		char why[1200];
-		(void)snprintf(why, sizeof(why), "updating Secret %s failed: %.1024s",
-			       UP_MANIFEST_AWS_SECRET, err->message);
-		failed(rf, why);
-		return;
-	}
-	log_info("Session %s: AWS credentials renewed (%zu profiles)", s->id,
-		 json_array_size(s->o.extra->aws_profiles));
-	rf->attempt = 0;
-	rf->notified = false;
-	s->o.extra->aws_expires_at = rf->aws_expires;
-	schedule_from_expiry(rf, rf->aws_expires);
+	if (err)
+		failed(rf, CRED_AWS, err->message);
+	else
+		renewed(rf, CRED_AWS, rf->aws_expires);
+	step_done(rf);
 }
+
+static void on_rules_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	struct session_refresh *rf = s->refresh;
+
+	(void)obj;
+	if (!rf)
+		return;
+	for (int k = 0; k < _CRED_MAX; k++) {
+		if (!(rf->rules & (1u << k)))
+			continue;
+		if (err)
+			failed(rf, k, err->message);
+		else
+			renewed(rf, k, k == CRED_LOGIN ? (int64_t)rf->login_expires : 0);
+		if (!err && k == CRED_LOGIN)
+			rf->login_at = rf->login_expires;
+	}
+	step_done(rf);
+}
+
+static void apply_rules(struct session_refresh *rf)
+{
+	json_t *rules = up_ruleset_render(rf->s->rs, true);
+	char *text = rules ? json_dumps(rules, JSON_COMPACT) : NULL;
+	int r = text ? put_and_apply(rf, UP_MANIFEST_RULES_SECRET, "rules.json", text, on_rules_applied)
+		     : -ENOMEM;
+
+	if (text)
+		up_free_secret(text, strlen(text));
+	json_decref(rules);
+	for (int k = 0; r < 0 && k < _CRED_MAX; k++)
+		if (rf->rules & (1u << k))
+			failed(rf, k, "cannot update the rules Secret");
+}
+
+/* ---- the agent's login: new header values for the auth rules ---- */
+
+static int swap_auth_values(struct session_refresh *rf)
+{
+	struct up_ruleset *rs = rf->s->rs;
+
+	for (size_t i = 0; i < up_ruleset_count(rf->auth); i++) {
+		const struct up_rule *nr = up_ruleset_get(rf->auth, i);
+		for (size_t j = 0; j < up_ruleset_count(rs); j++) {
+			struct up_rule *r = up_ruleset_get(rs, j);
+			if (r->layer != UP_LAYER_AUTH || !streq(r->name, nr->name))
+				continue;
+			for (size_t h = 0; h < r->n_headers && h < nr->n_headers; h++)
+				/* Placeholders (the keyring) are the resolver's; literal tokens are ours. */
+				if (streq(r->headers[h].name, nr->headers[h].name) &&
+				    !strstr(nr->headers[h].value, "{{") &&
+				    up_rule_header_replace(&r->headers[h], nr->headers[h].value) < 0)
+					return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* ---- exec placeholders: the set resolved again ---- */
+
+static void on_resolved(int r, enum up_error e, const char *message, void *ud)
+{
+	struct session_refresh *rf = ud;
+
+	(void)e;
+	rf->resolve = NULL;
+	if (r < 0)
+		failed(rf, CRED_EXEC, message);
+	else
+		rf->rules |= 1u << CRED_EXEC;
+	if (rf->rules)
+		apply_rules(rf);
+	step_done(rf);
+}
+
+static void start_resolve(struct session_refresh *rf)
+{
+	struct up_resolve_options o = { .allow_exec = rf->s->o.allow_exec,
+					.store = up_secret_store_pick() };
+
+	rf->pending++;
+	if (up_resolve_start(rf->s->all->loop, rf->s->rs, &o, on_resolved, rf, &rf->resolve) < 0)
+		on_resolved(-ENOMEM, UP_ERR_INTERNAL_ERROR, "out of memory", rf);
+}
+
+/* ---- the round ---- */
 
 static void job_run(uv_work_t *w)
 {
 	struct session_refresh *rf = w->data;
 
-	rf->why[0] = '\0';
-	rf->r = up_aws_export_all(rf->profiles, &rf->creds_json, &rf->aws_expires, rf->why,
-				  sizeof(rf->why));
-}
+	if (rf->doing & (1u << CRED_AWS))
+		rf->aws_r = up_aws_export_all(rf->profiles, &rf->creds_json, &rf->aws_expires,
+					      rf->aws_why, sizeof(rf->aws_why));
+	if (rf->doing & (1u << CRED_LOGIN)) {
+		const struct up_agent_impl *a = up_agent_find(rf->agent);
+		struct up_agent_input in = { .mode = rf->mode, .home = rf->home, .uid = getuid(),
+					     .gid = getgid(), .user = rf->user, .cwd = rf->cwd,
+					     .rules_only = true };
+		struct up_agent_prepared *p = NULL;
+		json_t *problems = json_array();
 
-/* The new map into the rendered Secret (the old value wiped), and that Secret applied. */
-static int patch_secret(struct session_refresh *rf)
-{
-	struct up_session *s = rf->s;
-	json_t *secret = up_manifests_find(s->objects, "Secret", UP_MANIFEST_AWS_SECRET);
-	int r;
-
-	if (!secret)
-		return snprintf(rf->why, sizeof(rf->why), "the session has no Secret %s",
-				UP_MANIFEST_AWS_SECRET), -ENOENT;
-	r = up_manifests_secret_put(secret, UP_MANIFEST_AWS_KEY, rf->creds_json, strlen(rf->creds_json));
-	if (r >= 0)
-		r = session_apply(s, secret, on_secret_applied);
-	if (r < 0)
-		(void)snprintf(rf->why, sizeof(rf->why), "cannot update Secret %s: %s",
-			       UP_MANIFEST_AWS_SECRET, strerror(-r));
-	return r;
+		rf->login_r = a ? up_agent_prepare(a, &in, &p, rf->login_why, sizeof(rf->login_why))
+				: -ENOENT;
+		if (rf->login_r >= 0 && p && p->auth_rules && problems && (rf->auth = up_ruleset_new()))
+			rf->login_r = up_ruleset_load_string(rf->auth, UP_LAYER_AUTH, "agent auth",
+							     p->auth_rules, p->auth_rules_len, problems);
+		else if (rf->login_r >= 0)
+			rf->login_r = -ENOMEM;
+		if (rf->login_r < 0 && !rf->login_why[0])
+			(void)snprintf(rf->login_why, sizeof(rf->login_why), "the agent's new auth rules "
+				       "are not valid");
+		rf->login_expires = p ? p->expires_at : 0;
+		json_decref(problems);
+		up_agent_prepared_free(p);
+	}
 }
 
 static void job_after(uv_work_t *w, int status)
 {
 	struct session_refresh *rf = w->data;
+	struct up_session *s = rf->s;
 
 	(void)status;
-	rf->busy = false;
-	if (!rf->s) { /* the session went while the job ran */
-		refresh_destroy(rf);
+	rf->in_work = false;
+	if (!s) { /* the session went while the job ran */
+		job_clear(rf);
+		free(rf);
 		return;
 	}
-	if (rf->s->state != UP_SESSION_RUNNING || rf->s->all->closing) {
-		job_done_free(rf);
+	if (s->state != UP_SESSION_RUNNING || s->all->closing) {
+		step_done(rf);
 		return;
 	}
-	if (rf->r >= 0 && patch_secret(rf) >= 0) {
-		job_done_free(rf);
-		return;
+	if (rf->doing & (1u << CRED_AWS)) {
+		if (rf->aws_r < 0)
+			failed(rf, CRED_AWS, rf->aws_why);
+		else if (put_and_apply(rf, UP_MANIFEST_AWS_SECRET, UP_MANIFEST_AWS_KEY, rf->creds_json,
+				       on_aws_applied) < 0)
+			failed(rf, CRED_AWS, "cannot update the Secret " UP_MANIFEST_AWS_SECRET);
 	}
-	job_done_free(rf);
-	failed(rf, rf->why[0] ? rf->why : strerror(-rf->r));
+	if (rf->doing & (1u << CRED_LOGIN)) {
+		if (rf->login_r < 0)
+			failed(rf, CRED_LOGIN, rf->login_why);
+		else if (rf->login_expires <= rf->login_at) /* the same token: no progress */
+			failed(rf, CRED_LOGIN, "the token was not renewed on the host; run the agent's "
+			       "CLI on this machine to log in again");
+		else if (swap_auth_values(rf) < 0)
+			failed(rf, CRED_LOGIN, "out of memory");
+		else
+			rf->rules |= 1u << CRED_LOGIN;
+	}
+	if (rf->doing & (1u << CRED_EXEC))
+		start_resolve(rf); /* the rules Secret once it is done */
+	else if (rf->rules)
+		apply_rules(rf);
+	step_done(rf);
+}
+
+static int job_inputs(struct session_refresh *rf)
+{
+	const struct up_session_opts *o = &rf->s->o;
+
+	if (rf->doing & (1u << CRED_AWS) && !(rf->profiles = json_deep_copy(o->extra->aws_profiles)))
+		return -ENOMEM;
+	if (!(rf->doing & (1u << CRED_LOGIN)))
+		return 0;
+	rf->agent = strdup(o->agent);
+	rf->mode = o->mode ? strdup(o->mode) : NULL;
+	rf->home = strdup(o->home);
+	rf->user = strdup(o->user);
+	rf->cwd = strdup(o->cwd);
+	return rf->agent && (rf->mode || !o->mode) && rf->home && rf->user && rf->cwd ? 0 : -ENOMEM;
 }
 
 static void on_timer(uv_timer_t *t)
 {
 	struct session_refresh *rf = t->data;
+	uint64_t now = now_ms(rf);
 	int r;
 
 	if (rf->busy || rf->s->state != UP_SESSION_RUNNING)
 		return;
-	rf->profiles = json_deep_copy(rf->s->o.extra->aws_profiles);
-	if (!rf->profiles) {
-		failed(rf, "out of memory");
+	for (int k = 0; k < _CRED_MAX; k++)
+		if (rf->c[k].on && rf->c[k].due_ms <= now)
+			rf->doing |= 1u << k;
+	if (!rf->doing) {
+		rearm(rf);
 		return;
 	}
-	rf->work.data = rf;
 	rf->busy = true;
-	r = uv_queue_work(rf->s->all->loop, &rf->work, job_run, job_after);
-	if (r < 0) {
-		rf->busy = false;
-		job_done_free(rf);
-		failed(rf, uv_strerror(r));
+	rf->pending = 1;
+	if (!(rf->doing & ((1u << CRED_AWS) | (1u << CRED_LOGIN)))) {
+		start_resolve(rf);
+		step_done(rf);
+		return;
 	}
+	r = job_inputs(rf);
+	rf->work.data = rf;
+	if (r >= 0)
+		r = uv_queue_work(rf->s->all->loop, &rf->work, job_run, job_after);
+	rf->in_work = r >= 0;
+	if (r < 0) {
+		for (int k = 0; k < _CRED_MAX; k++)
+			if (rf->doing & (1u << k))
+				failed(rf, k, "cannot start the renewal");
+		step_done(rf);
+	}
+}
+
+static uint64_t exec_every_s(const struct up_ruleset *rs)
+{
+	uint64_t every = 0;
+
+	for (size_t i = 0; rs && i < up_ruleset_count(rs); i++) {
+		uint64_t r = up_ruleset_get(rs, i)->refresh_s;
+		if (r && (!every || r < every))
+			every = r;
+	}
+	return every;
 }
 
 void session_refresh_arm(struct up_session *s)
 {
 	const struct up_session_extra *x = s->o.extra;
+	int64_t aws = x && json_array_size(x->aws_profiles) ? x->aws_expires_at : 0;
+	int64_t login = (int64_t)session_agent_expires_at(s);
+	uint64_t exec = exec_every_s(s->rs);
 	struct session_refresh *rf;
 
-	if (s->refresh || !x || json_array_size(x->aws_profiles) == 0 || !x->aws_expires_at)
+	if (s->refresh || (!aws && !login && !exec))
 		return; /* nothing that expires */
 	rf = calloc(1, sizeof(*rf));
 	if (!rf || !(rf->timer = malloc(sizeof(*rf->timer)))) {
@@ -220,10 +475,18 @@ void session_refresh_arm(struct up_session *s)
 	}
 	rf->s = s;
 	rf->divisor = time_divisor();
+	rf->exec_every_ms = exec * 1000 / (uint64_t)rf->divisor;
 	(void)uv_timer_init(s->all->loop, rf->timer);
 	rf->timer->data = rf;
 	s->refresh = rf;
-	schedule_from_expiry(rf, x->aws_expires_at);
+	if (aws)
+		set_expiry(rf, CRED_AWS, aws);
+	if (login)
+		set_expiry(rf, CRED_LOGIN, login);
+	rf->login_at = (time_t)login;
+	if (exec)
+		set_expiry(rf, CRED_EXEC, 0);
+	rearm(rf);
 }
 
 void session_refresh_free(struct up_session *s)
@@ -236,6 +499,14 @@ void session_refresh_free(struct up_session *s)
 	uv_close((uv_handle_t *)rf->timer, timer_closed);
 	rf->timer = NULL;
 	rf->s = NULL;
-	if (!rf->busy)
-		refresh_destroy(rf);
+	/* Kubernetes calls in flight see s->refresh NULL and leave rf alone; the resolver is
+	 * cancelled; only a threadpool job must come back, and it frees rf. */
+	if (rf->resolve) {
+		up_resolve_cancel(rf->resolve);
+		rf->resolve = NULL;
+	}
+	if (!rf->in_work) {
+		job_clear(rf);
+		free(rf);
+	}
 }

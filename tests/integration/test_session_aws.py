@@ -139,7 +139,7 @@ def test_dummy_keys_reach_the_agent_real_ones_are_renewed_and_resign_requests(en
     wait_for(lambda: creds_of(fk, ns)[akid] != real1, timeout=30, what="the credentials to be renewed")
     real2 = creds_of(fk, ns)[akid]
     assert real2["secret_access_key"] != real1["secret_access_key"]
-    assert "AWS credentials renewed (1 profiles)" in env.daemon.logs()
+    assert f"Session {sid}: AWS credentials renewed\n" in env.daemon.logs()
     # Kubernetes updates the mounted file; the addon reloads it on the next request
     write_atomic(proxy.creds_path, json.dumps(creds_of(fk, ns)))
     rec, body = sts_through(proxy, akid)
@@ -180,7 +180,7 @@ def test_a_failing_renewal_is_retried_and_notified_once(env):
     assert (f"Session {sid}: AWS profile 'dev': cannot export its credentials (aws: Error loading "
             "SSO Token: Token for dev does not exist); if it uses SSO, run: aws sso login "
             "--profile dev") in logs
-    assert "cannot renew its credentials" in logs
+    assert f"Session {sid}: cannot renew AWS credentials: AWS profile 'dev'" in logs
     # retried (with backoff), but told once
     n = len(env.aws_calls.read_text().splitlines())
     wait_for(lambda: len(env.aws_calls.read_text().splitlines()) >= n + 2, timeout=30,

@@ -1,0 +1,147 @@
+"""Credentials renewed while a session runs, besides AWS (test_session_aws.py): the agent's
+OAuth token (its prepare() again, against a token endpoint stand-in) and {{exec:...}}
+values of rules that say `refresh:`. The real daemon against the fake API server, with
+UPLINK_DEBUG_TIME_DIVISOR=60 (minutes become seconds); what changes is read from the
+rules Secret in the fake cluster."""
+
+import base64
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
+from uplinktest import Rpc, wait_for
+
+
+class TokenEndpoint:
+    """The OAuth token endpoint: each refresh grant gets a new token, valid `expires_in`."""
+
+    def __init__(self, expires_in):
+        self.grants = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                outer.grants += 1
+                body = json.dumps({
+                    "access_token": f"sk-ant-oat01-REFRESHSENTINEL-{outer.grants}",
+                    "refresh_token": f"sk-ant-ort01-REFRESHSENTINEL-r{outer.grants}",
+                    "expires_in": expires_in, "token_type": "Bearer"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/oauth/token"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def token():
+    t = TokenEndpoint(expires_in=200)
+    yield t
+    t.close()
+
+
+def start(tmpdir_short, fakekube, registry, extra_env):  # noqa: F811
+    e = Env(tmpdir_short, fakekube, registry)
+    e.daemon.env.update({"UPLINK_DEBUG_TIME_DIVISOR": "60", "UPLINK_NOTIFIER": "log", **extra_env})
+    e.daemon.start()
+    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+             what="the deploy cluster to sync")
+    return e
+
+
+def stop(e):
+    rc = e.daemon.stop()
+    e.daemon.close()
+    assert rc == 0, e.daemon.logs()[-3000:]
+
+
+def rules_of(fk, ns):
+    s = fk.get("Secret", ns, "rules-json")
+    return json.loads(base64.b64decode(s["data"]["rules.json"]))["rules"]
+
+
+def header(rules, rule, name):
+    [r] = [r for r in rules if r["name"] == rule]
+    return r["inject"]["headers"][name]
+
+
+def test_oauth_token_is_renewed_before_it_expires(tmpdir_short, fakekube, registry, token):  # noqa: F811
+    e = start(tmpdir_short, fakekube, registry, {"UPLINK_ANTHROPIC_TOKEN_URL": token.url})
+    try:
+        creds = e.home / ".claude" / ".credentials.json"
+        doc = json.loads(creds.read_text())
+        doc["claudeAiOauth"]["expiresAt"] = int((time.time() + 200) * 1000)  # < 5 min: refreshed
+        creds.write_text(json.dumps(doc))
+        sid, r = run_detached(e)
+        ns = f"agent-uplink-{sid}"
+        first = header(rules_of(e.fk, ns), "anthropic-auth", "Authorization")
+        assert first.startswith("Bearer sk-ant-oat01-REFRESHSENTINEL-")
+        # 200 s tokens, renewed 2 minutes before they end: (200 - 120) / 60 s later
+        wait_for(lambda: header(rules_of(e.fk, ns), "anthropic-auth", "Authorization") != first,
+                 timeout=30, what="the token to be renewed")
+        assert f"Session {sid}: the agent's login token renewed" in e.daemon.logs()
+        # the host file has the newest token, the pod's fake credentials never a real one
+        assert "REFRESHSENTINEL" in creds.read_text()
+        for s in e.fk.list("Secret", ns):
+            if s["metadata"]["name"] != "rules-json":
+                text = "".join(base64.b64decode(v).decode(errors="replace")
+                               for v in (s.get("data") or {}).values())
+                assert "REFRESHSENTINEL" not in text, s["metadata"]["name"]
+        assert "REFRESHSENTINEL" not in e.daemon.logs() and "REFRESHSENTINEL" not in r.stdout + r.stderr
+        with Rpc(e.daemon.socket) as c:
+            assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
+    finally:
+        stop(e)
+
+
+def test_exec_values_with_refresh_are_renewed(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = start(tmpdir_short, fakekube, registry, {})
+    try:
+        counter = e.tmp / "n"
+        script = e.tmp / "tok.sh"
+        script.write_text(f"#!/bin/sh\necho x >> {counter}\necho \"EXECSENTINEL-$(wc -l < {counter})\"\n")
+        script.chmod(0o755)
+        rules = e.tmp / "rules.yaml"
+        rules.write_text("rules:\n  - name: tok\n    hosts: ['api\\.example\\.com']\n"
+                         "    refresh: 2m\n    inject:\n      headers:\n"
+                         f"        X-Token: 'T {{{{exec:{script}}}}}'\n"
+                         "  - name: static\n    hosts: ['other\\.example\\.com']\n    inject:\n"
+                         "      headers:\n        X-Static: plain\n")
+        sid, r = run_detached(e, "--allow-exec", "--rules", str(rules))
+        ns = f"agent-uplink-{sid}"
+        assert header(rules_of(e.fk, ns), "tok", "X-Token") == "T EXECSENTINEL-1"
+        # every 2 minutes, 2 s here
+        wait_for(lambda: header(rules_of(e.fk, ns), "tok", "X-Token") == "T EXECSENTINEL-2",
+                 timeout=30, what="the exec value to be renewed")
+        wait_for(lambda: header(rules_of(e.fk, ns), "tok", "X-Token") == "T EXECSENTINEL-3",
+                 timeout=30, what="a second renewal")
+        assert header(rules_of(e.fk, ns), "static", "X-Static") == "plain"
+        assert f"Session {sid}: exec placeholder values renewed" in e.daemon.logs()
+        assert "EXECSENTINEL" not in e.daemon.logs() and "EXECSENTINEL" not in r.stdout + r.stderr
+        # a failing command: retried, the last good value stays, one notification
+        script.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
+        note = "Notification: claude credentials could not be refreshed"
+        wait_for(lambda: note in e.daemon.logs(), timeout=30, what="the notification")
+        value = header(rules_of(e.fk, ns), "tok", "X-Token")
+        assert value.startswith("T EXECSENTINEL-")
+        time.sleep(2)
+        assert e.daemon.logs().count(note) == 1
+        assert header(rules_of(e.fk, ns), "tok", "X-Token") == value
+    finally:
+        stop(e)
