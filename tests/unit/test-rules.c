@@ -568,7 +568,7 @@ static void test_url_split(void **state)
 static void test_files(void **state)
 {
 	static const char *const examples[] = { "atlassian", "gitlab", "git", "ecr", "codeartifact",
-						"l4-passthrough" };
+						"l4-passthrough", "aws" };
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < ELEMENTSOF(examples); i++) {
