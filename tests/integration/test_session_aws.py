@@ -139,7 +139,8 @@ def test_dummy_keys_reach_the_agent_real_ones_are_renewed_and_resign_requests(en
     wait_for(lambda: creds_of(fk, ns)[akid] != real1, timeout=30, what="the credentials to be renewed")
     real2 = creds_of(fk, ns)[akid]
     assert real2["secret_access_key"] != real1["secret_access_key"]
-    assert f"Session {sid}: AWS credentials renewed\n" in env.daemon.logs()
+    wait_for(lambda: f"Session {sid}: AWS credentials renewed\n" in env.daemon.logs(),
+             what="the log line")  # the apply's answer may trail the object
     # Kubernetes updates the mounted file; the addon reloads it on the next request
     write_atomic(proxy.creds_path, json.dumps(creds_of(fk, ns)))
     rec, body = sts_through(proxy, akid)

@@ -95,7 +95,8 @@ def test_oauth_token_is_renewed_before_it_expires(tmpdir_short, fakekube, regist
         # 200 s tokens, renewed 2 minutes before they end: (200 - 120) / 60 s later
         wait_for(lambda: header(rules_of(e.fk, ns), "anthropic-auth", "Authorization") != first,
                  timeout=30, what="the token to be renewed")
-        assert f"Session {sid}: the agent's login token renewed" in e.daemon.logs()
+        wait_for(lambda: f"Session {sid}: the agent's login token renewed" in e.daemon.logs(),
+                 what="the log line")  # the apply's answer may trail the object
         # the host file has the newest token, the pod's fake credentials never a real one
         assert "REFRESHSENTINEL" in creds.read_text()
         for s in e.fk.list("Secret", ns):
@@ -132,7 +133,8 @@ def test_exec_values_with_refresh_are_renewed(tmpdir_short, fakekube, registry):
         wait_for(lambda: header(rules_of(e.fk, ns), "tok", "X-Token") == "T EXECSENTINEL-3",
                  timeout=30, what="a second renewal")
         assert header(rules_of(e.fk, ns), "static", "X-Static") == "plain"
-        assert f"Session {sid}: exec placeholder values renewed" in e.daemon.logs()
+        wait_for(lambda: f"Session {sid}: exec placeholder values renewed" in e.daemon.logs(),
+                 what="the log line")
         assert "EXECSENTINEL" not in e.daemon.logs() and "EXECSENTINEL" not in r.stdout + r.stderr
         # a failing command: retried, the last good value stays, one notification
         script.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
