@@ -204,7 +204,8 @@ static void call_free(struct up_kube_call *c)
 	if (c->timer)
 		uv_close((uv_handle_t *)c->timer, timer_closed);
 	free(c->path);
-	free(c->body);
+	if (c->body) /* an applied Secret: its data are credentials */
+		up_free_secret(c->body, c->body_len);
 	free(c);
 }
 
