@@ -19,6 +19,7 @@
 #include "ca.h"
 #include "cluster.h"
 #include "config-file.h"
+#include "fileio.h"
 #include "image.h"
 #include "jsonrpc.h"
 #include "kube.h"
@@ -755,6 +756,11 @@ static int render(struct up_session *s, char *err, size_t len)
 		spec.contrib = *contrib;
 	r = rules ? up_manifests_render(s->all->tpl, &spec, &s->objects, err, len) : -ENOMEM;
 	json_decref(rules);
+	/* The AWS map is in its Secret now; renewals export a new one (session-refresh.c). */
+	if (r >= 0 && s->o.extra && s->o.extra->out.aws_creds_json) {
+		up_free_secret(s->o.extra->out.aws_creds_json, strlen(s->o.extra->out.aws_creds_json));
+		s->o.extra->out.aws_creds_json = NULL;
+	}
 	return r;
 }
 
