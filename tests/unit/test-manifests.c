@@ -354,6 +354,8 @@ static void test_posture_table(void **state)
 
 #define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 #define GIT_INC "[user]\n\tname = \"u\"\n"
+#define AWS_INI "[dev]\naws_access_key_id = AKIAEF260E9AA3C673AF\naws_secret_access_key = x\n\n"
+#define AWS_MAP "{\"AKIAEF260E9AA3C673AF\": {\"access_key_id\": \"ASIA1\", \"secret_access_key\": \"s1\"}}"
 
 static struct up_session_extras *extras_new(void)
 {
@@ -367,6 +369,8 @@ static struct up_session_extras *extras_new(void)
 		.mitm_ca_pem = strdup(CA_PEM),
 		.mitm_insecure = true,
 		.mitm_debug = true,
+		.aws_ini = strdup(AWS_INI),
+		.aws_creds_json = strdup(AWS_MAP),
 	};
 	return &x;
 }
@@ -377,6 +381,8 @@ static void extras_done(struct up_session_extras *x)
 	json_decref(x->ssh_cidrs);
 	free(x->gitconfig);
 	free(x->mitm_ca_pem);
+	free(x->aws_ini);
+	free(x->aws_creds_json);
 }
 
 #define A "containers[name=main]."
@@ -414,6 +420,20 @@ static const struct row extras_rows[] = {
 	{ "Pod", "mitm", "spec." M "volumeMounts[name=upstream-ca].readOnly", TRUE_, NULL, 0 },
 	{ "Pod", "agent", "spec.volumes[name=upstream-ca]", ABSENT, NULL, 0 },
 	{ "Pod", "mitm", "spec.volumes[name=git-config]", ABSENT, NULL, 0 },
+	/* --aws-profiles: the dummies for the agent (no secret: a ConfigMap), the real keys
+	 * mounted whole in the mitm only (so that a renewal reaches the file) */
+	{ "ConfigMap", "agent-aws-creds", "data.credentials", STR, AWS_INI, 0 },
+	{ "Pod", "agent", "spec.volumes[name=agent-aws-creds].configMap.name", STR, "agent-aws-creds", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=agent-aws-creds].mountPath", STR,
+	  "/home/u/.aws/credentials", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=agent-aws-creds].subPath", STR, "credentials", 0 },
+	{ "Pod", "agent", "spec." A "volumeMounts[name=agent-aws-creds].readOnly", TRUE_, NULL, 0 },
+	{ "Pod", "agent", "spec.volumes[name=aws-sigv4-creds]", ABSENT, NULL, 0 },
+	{ "Secret", "aws-sigv4-creds", "data", SIZE, NULL, 1 },
+	{ "Pod", "mitm", "spec.volumes[name=aws-sigv4-creds].secret.secretName", STR, "aws-sigv4-creds", 0 },
+	{ "Pod", "mitm", "spec." M "volumeMounts[name=aws-sigv4-creds].mountPath", STR, "/aws-creds", 0 },
+	{ "Pod", "mitm", "spec." M "volumeMounts[name=aws-sigv4-creds].subPath", ABSENT, NULL, 0 },
+	{ "Pod", "mitm", "spec.volumes[name=agent-aws-creds]", ABSENT, NULL, 0 },
 };
 #undef A
 #undef M
@@ -443,6 +463,13 @@ static void test_extras_table(void **state)
 	assert_true(has_arg(objs, "ssl_insecure=true"));
 	assert_true(has_arg(objs, "termlog_verbosity=debug"));
 	assert_true(has_arg(objs, "flow_detail=3"));
+	assert_true(has_arg(objs, "uplink_aws_creds=/aws-creds/creds.json"));
+	/* a renewal: the Secret found and its key replaced */
+	json_t *sec = up_manifests_find(objs, "Secret", "aws-sigv4-creds");
+	assert_ptr_equal(sec, find(objs, "Secret", "aws-sigv4-creds"));
+	assert_null(up_manifests_find(objs, "ConfigMap", "aws-sigv4-creds"));
+	assert_int_equal(up_manifests_secret_put(sec, "creds.json", "{}", 2), 0);
+	assert_string_equal(json_string_value(at(sec, "data.creds~json")), "e30=");
 	json_decref(objs);
 	/* none of it without the flags */
 	x->mitm_insecure = x->mitm_debug = false;
@@ -453,6 +480,15 @@ static void test_extras_table(void **state)
 	assert_false(has_arg(objs, "flow_detail=3"));
 	assert_false(has_arg(objs, "uplink_extra_ca=/upstream-ca/bundle.pem"));
 	assert_null(find(objs, "Secret", "upstream-ca"));
+	json_decref(objs);
+	/* no profiles, no AWS objects */
+	free(x->aws_ini);
+	free(x->aws_creds_json);
+	x->aws_ini = x->aws_creds_json = NULL;
+	objs = render(&s);
+	assert_null(find(objs, "Secret", "aws-sigv4-creds"));
+	assert_null(find(objs, "ConfigMap", "agent-aws-creds"));
+	assert_false(has_arg(objs, "uplink_aws_creds=/aws-creds/creds.json"));
 	json_decref(objs);
 	extras_done(x);
 }
