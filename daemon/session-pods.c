@@ -204,6 +204,7 @@ void up_session_adopt(struct up_session *s)
 	/* A running session's limits go on; the idle clock restarts with the daemon. */
 	s->idle_since = session_now();
 	session_life_arm(s);
+	session_refresh_adopted(s);
 }
 
 void up_session_reconcile(struct up_session *s, json_t *ns)

@@ -166,3 +166,5 @@ void session_aws_warn_rules(struct up_session *s, json_t *warnings);
 /* session-refresh.c: credentials renewed while the session runs */
 void session_refresh_arm(struct up_session *s);
 void session_refresh_free(struct up_session *s);
+/* After a restart: says in the log what is no longer renewed for the session. */
+void session_refresh_adopted(struct up_session *s);

@@ -21,7 +21,9 @@
  * session detaches it (s = NULL) and the round's last step frees it.
  *
  * Not after a daemon restart: an adopted session has its record, not its options (the
- * profiles, the rules, the agent's state), so nothing is renewed for it (session.c).
+ * profiles, the rules and their sources, the agent's state), and re-reading them could
+ * give a different set than the one deployed. The record says what was renewed ("renews"),
+ * so that the adopting daemon can say in its log that it no longer is.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@
 #include "backoff.h"
 #include "bounds.h"
 #include "fileio.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "manager.h"
 #include "manifests.h"
@@ -445,6 +448,8 @@ static void on_timer(uv_timer_t *t)
 	}
 }
 
+static void record_renews(struct up_session *s, const struct session_refresh *rf);
+
 static uint64_t exec_every_s(const struct up_ruleset *rs)
 {
 	uint64_t every = 0;
@@ -487,6 +492,35 @@ void session_refresh_arm(struct up_session *s)
 	if (exec)
 		set_expiry(rf, CRED_EXEC, 0);
 	rearm(rf);
+	record_renews(s, rf);
+}
+
+/* "renews": ["AWS credentials", ...] in the record, for a daemon that adopts the session. */
+static void record_renews(struct up_session *s, const struct session_refresh *rf)
+{
+	json_t *what = json_array();
+
+	for (int k = 0; what && k < _CRED_MAX; k++)
+		if (rf->c[k].on)
+			(void)json_array_append_new(what, json_string(cred_what[k]));
+	if (what && s->record && json_object_set_new(s->record, "renews", what) == 0)
+		session_save(s);
+	else
+		json_decref(what);
+}
+
+void session_refresh_adopted(struct up_session *s)
+{
+	json_t *what = json_object_get(s->record, "renews");
+	char *list;
+
+	if (s->state != UP_SESSION_RUNNING || json_array_size(what) == 0)
+		return;
+	list = up_json_join(what, ", ");
+	log_warning("Session %s was picked up after a restart: its %s are no longer renewed and "
+		    "stop working when they expire; start a new session to have them renewed",
+		    s->id, list ? list : "credentials");
+	free(list);
 }
 
 void session_refresh_free(struct up_session *s)

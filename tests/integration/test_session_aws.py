@@ -194,3 +194,17 @@ def test_a_failing_renewal_is_retried_and_notified_once(env):
     with Rpc(env.daemon.socket) as c:
         assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
     assert "SENTINEL" not in env.daemon.logs()
+
+
+def test_after_a_restart_the_daemon_says_it_no_longer_renews(env):
+    import signal
+    sid, _ = run_detached(env, "-a", "dev", "--rules", AWS_RULES)
+    record = env.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
+    wait_for(lambda: "renews" in json.loads(record.read_text()), what="the record to say what is renewed")
+    assert json.loads(record.read_text())["renews"] == ["AWS credentials", "the agent's login token"]
+    env.daemon.stop(signal.SIGKILL)
+    env.daemon.start()
+    wait_for(lambda: f"Session {sid} was picked up after a restart: its AWS credentials, the agent's "
+             "login token are no longer renewed" in env.daemon.logs(), timeout=30, what="the warning")
+    with Rpc(env.daemon.socket) as c:
+        assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
