@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config-file.h"
+#include "jsonrpc.h"
 #include "rules.h"
 
 #define KNOWN "known keys: mode, auth_mode, anthropic, bedrock, rules, no_default_rules, allow_exec, " \
@@ -302,6 +303,44 @@ static void test_lists_add_up(void **state)
 	up_config_done(&c);
 }
 
+static void expect_problem(const char *text, const char *want);
+
+/* aws_profiles: a list (or one name) that adds up: the flags' names, then the files' (nearest
+ * first). */
+static void test_aws_profiles(void **state)
+{
+	static const char near[] = "aws_profiles: [dev, prod]\n", far[] = "aws_profiles: shared\n";
+	json_t *problems = json_array(), *params, *shown;
+	struct up_config c;
+	char *got;
+
+	(void)state;
+	assert_int_equal(up_config_init_defaults(&c), 0);
+	assert_int_equal(up_config_parse(&c, "/h/p/.uplink.yaml", near, strlen(near), "/h", problems), 0);
+	assert_int_equal(up_config_parse(&c, "/h/.uplink.yaml", far, strlen(far), "/h", problems), 0);
+	params = json_pack("{s:s, s:[s]}", "agent", "claude", "aws_profiles", "flag");
+	assert_int_equal(up_config_apply(&c, params, NULL), 0);
+	got = up_json_join(json_object_get(params, "aws_profiles"), " ");
+	assert_string_equal(got, "flag dev prod shared");
+	free(got);
+	json_decref(params);
+	params = json_pack("{s:s}", "agent", "claude"); /* no flag */
+	assert_int_equal(up_config_apply(&c, params, NULL), 0);
+	assert_int_equal(json_array_size(json_object_get(params, "aws_profiles")), 3);
+	json_decref(params);
+	shown = up_config_show(&c, NULL);
+	json_t *v = json_object_get(json_object_get(shown, "values"), "aws_profiles");
+	assert_int_equal(json_array_size(json_object_get(v, "value")), 3);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(v, "source"), 2)),
+			    "/h/.uplink.yaml:1");
+	json_decref(shown);
+	up_config_done(&c);
+	assert_int_equal(json_array_size(problems), 0);
+	json_decref(problems);
+	expect_problem("aws_profiles: [dev, {a: 1}]\n",
+		       "/p/.uplink.yaml:1: 'aws_profiles' items are strings, got a mapping");
+}
+
 /* Parses `text` as /p/.uplink.yaml and checks its only problem, in full. */
 static void expect_problem(const char *text, const char *want)
 {
@@ -385,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_kube_keys),
 		cmocka_unit_test(test_problems),
 		cmocka_unit_test(test_more_problems),
+		cmocka_unit_test(test_aws_profiles),
 	};
 
 	return cmocka_run_group_tests(tests, setup_tree, teardown_tree);
