@@ -169,8 +169,12 @@ static void set_expiry(struct session_refresh *rf, enum cred k, int64_t expires)
 		rf->c[k].expires_ms = now_ms(rf) + 2 * rf->exec_every_ms; /* a period overdue */
 		break;
 	}
+	/* Never sooner than a retry would be: a value that is already at its end must not
+	 * make the daemon spawn the aws CLI in a loop. */
+	if (ms >= 0 && ms < (int64_t)(UP_REFRESH_RETRY_BASE_MS / rf->divisor))
+		ms = (int64_t)(UP_REFRESH_RETRY_BASE_MS / rf->divisor);
 	rf->c[k].on = ms >= 0;
-	rf->c[k].due_ms = now_ms(rf) + (uint64_t)(ms > 0 ? ms : 0);
+	rf->c[k].due_ms = now_ms(rf) + (uint64_t)ms;
 	if (ms >= 0)
 		log_debug("Session %s: %s next renewed in %lld ms", rf->s->id, cred_what[k], (long long)ms);
 }
