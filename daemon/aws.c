@@ -194,17 +194,26 @@ static const char *first_line(char *err)
 	return *err ? err : "no message";
 }
 
+/* UP_AWS_EXPORT_TIMEOUT_MS, or $UPLINK_AWS_TIMEOUT_MS (tests: a shorter one). */
+static int export_timeout_ms(void)
+{
+	const char *env = getenv("UPLINK_AWS_TIMEOUT_MS");
+	long v = env ? strtol(env, NULL, 10) : 0;
+
+	return v > 0 && v < UP_AWS_EXPORT_TIMEOUT_MS ? (int)v : UP_AWS_EXPORT_TIMEOUT_MS;
+}
+
 static int export_one(const char *profile, struct up_aws_creds *c, char *why, size_t len)
 {
 	char *argv[] = { "aws", "configure", "export-credentials", "--profile", (char *)profile,
 			 "--format", "process", NULL };
 	char err[UP_AWS_EXPORT_STDERR_MAX], reason[128];
 	char *out = malloc(UP_AWS_EXPORT_OUTPUT_MAX);
-	int status = 0, r;
+	int status = 0, timeout = export_timeout_ms(), r;
 
 	if (!out)
 		return -ENOMEM;
-	r = up_run_capture2(argv, UP_AWS_EXPORT_TIMEOUT_MS, out, UP_AWS_EXPORT_OUTPUT_MAX, err,
+	r = up_run_capture2(argv, timeout, out, UP_AWS_EXPORT_OUTPUT_MAX, err,
 			    sizeof(err), &status);
 	if (r == -ENOENT)
 		(void)snprintf(why, len, "AWS profile '%s': the aws CLI is not on uplinkd's PATH; install "
@@ -212,7 +221,7 @@ static int export_one(const char *profile, struct up_aws_creds *c, char *why, si
 	else if (r == -ETIMEDOUT)
 		(void)snprintf(why, len, "AWS profile '%s': aws configure export-credentials did not "
 			       "finish within %d s; if the profile uses SSO, run: aws sso login --profile %s",
-			       profile, UP_AWS_EXPORT_TIMEOUT_MS / 1000, profile);
+			       profile, (timeout + 999) / 1000, profile);
 	else if (r < 0)
 		(void)snprintf(why, len, "AWS profile '%s': cannot run aws: %s", profile, strerror(-r));
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

@@ -52,6 +52,7 @@ def env(tmpdir_short, fakekube, registry, ssh_dirs):  # noqa: F811
         {"service": "bedrock", "username": "key", "value": "BEDROCK-KEYRING-SENTINEL"}]}))
     e.daemon.env.update({"PATH": f"{ROOT}/tests/data/aws:" + e.daemon.env["PATH"],
                          "FAKE_AWS_CALLS": str(e.aws_calls), "FAKE_AWS_FAIL": "broken",
+                         "FAKE_AWS_HANG": "hangs", "UPLINK_AWS_TIMEOUT_MS": "1000",
                          "UPLINK_SECRET_STORE": "file",
                          "UPLINK_SECRET_FILE": str(e.tmp / "keyring.json")})
     e.daemon.start()
@@ -1089,6 +1090,8 @@ AWS_ERRORS = [
     (["-a", "dev", "-a", "broken"],
      "AWS profile 'broken': cannot export its credentials (aws: Error loading SSO Token: Token for "
      "broken does not exist); if it uses SSO, run: aws sso login --profile broken"),
+    (["-a", "hangs"], "AWS profile 'hangs': aws configure export-credentials did not finish within "
+     "1 s; if the profile uses SSO, run: aws sso login --profile hangs"),
 ]
 
 
