@@ -46,6 +46,7 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     rc = e.daemon.stop()
     e.daemon.close()
     assert rc == 0, e.daemon.logs()[-3000:]
+    assert "Handles were left open at exit" not in e.daemon.logs()  # the refresh timers closed
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,7 @@ def stop(e):
     rc = e.daemon.stop()
     e.daemon.close()
     assert rc == 0, e.daemon.logs()[-3000:]
+    assert "Handles were left open at exit" not in e.daemon.logs()  # the refresh timers closed
 
 
 def rules_of(fk, ns):
