@@ -383,6 +383,7 @@ static int one_rule(const struct up_kube_exposed_ctx *x, struct up_rule *r)
 		return -ENOMEM;
 	r->n_headers = 1;
 	r->headers[0].name = strdup("Authorization");
+	r->headers[0].literal = true;
 	/* What rules.check shows: the value itself is already resolved, never a template. */
 	r->headers[0].value = strdup("Bearer <the token of the kubeconfig>");
 	if (!r->headers[0].name || !r->headers[0].value ||

@@ -313,7 +313,7 @@ static void advance(struct up_resolve *j)
 			continue;
 		}
 		h = &r->headers[j->header];
-		if (h->resolved && !j->t.segs && j->seg == 0) {
+		if (h->literal && !j->t.segs && j->seg == 0) {
 			j->header++; /* a literal credential (a kube token): never scanned */
 			continue;
 		}
@@ -578,7 +578,7 @@ static int check_exec(struct up_resolve *j)
 		for (j->header = 0; j->header < r->n_headers; j->header++) {
 			struct up_ph_template t;
 			bool has_exec;
-			if (r->headers[j->header].resolved)
+			if (r->headers[j->header].literal)
 				continue;
 			if (up_ph_parse(r->headers[j->header].value, &t, why, sizeof(why)) < 0) {
 				fail(j, UP_ERR_RULES_INVALID, "%s", why);

@@ -42,6 +42,8 @@ struct up_rule_header {
 	char *name;
 	char *value;    /* as written, placeholders included */
 	char *resolved; /* NULL until resolved; a secret: never log it */
+	bool literal;   /* `resolved` is the credential itself (a kube token), set by its maker:
+			 * never scanned for placeholders, kept when the set is resolved again */
 };
 
 struct up_rule {

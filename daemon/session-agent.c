@@ -55,10 +55,7 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		.user = s->o.user, .cwd = s->o.cwd, .args = a->args, .session_id = s->id,
 		.state_dir = s->o.dry_run ? NULL : dir, .debug = s->o.debug,
 	};
-	int r2 = up_agent_prepare(a->impl, &in, &a->p, err, len);
-	for (size_t k = 0; r2 >= 0 && a->p && k < a->p->n_warnings; k++)
-		(void)json_array_append_new(s->warnings, json_string(a->p->warnings[k]));
-	return r2;
+	return up_agent_prepare(a->impl, &in, &a->p, err, len);
 }
 
 int session_agent_rules(struct up_session *s, json_t *problems)

@@ -513,12 +513,6 @@ static void prepare_after(uv_work_t *w, int status)
 		session_fail(s, s->prep_e, "%s", s->prep_error);
 		return;
 	}
-	json_t *warning;
-	size_t i;
-	json_array_foreach(s->warnings, i, warning) {
-		log_warning("Session %s: %s", s->id, json_string_value(warning));
-		session_progress(s, "warning", 0, 0, "%s", json_string_value(warning));
-	}
 	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
 	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
 	if (r < 0)

@@ -1074,10 +1074,11 @@ def test_aws_profiles_from_config_files_and_the_agent(env):
     (env.project / ".uplink.yaml").write_text("aws_profiles: [cfg, dev]\n")
     (env.home / ".claude" / "settings.json").write_text(json.dumps({"env": {"AWS_PROFILE": "fromsettings"}}))
     by, _, _ = dry(env, "-a", "dev", "-a", "flag")
-    # config first, then the flags, each once; the settings' profile only in bedrock mode
-    assert aws_objects(by)[0] == dummy_ini("cfg", "dev", "flag")
+    # the flags first, then the config's, each once (as every list option); the settings'
+    # profile only in bedrock mode
+    assert aws_objects(by)[0] == dummy_ini("dev", "flag", "cfg")
     by, _, r = dry(env, "--bedrock", "-a", "flag")
-    assert aws_objects(by)[0] == dummy_ini("cfg", "dev", "flag", "fromsettings"), r.stderr
+    assert aws_objects(by)[0] == dummy_ini("flag", "cfg", "dev", "fromsettings"), r.stderr
 
 
 AWS_ERRORS = [
