@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fileio.h"
 #include "kube-expose.h"
+#include "manifests-private.h"
 #include "manifests.h"
 #include "yaml-json.h"
 
@@ -86,7 +87,7 @@ struct render {
 	size_t err_len;
 };
 
-static int _printf_(3, 4) failf(char *err, size_t len, const char *fmt, ...)
+int manifests_failf(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -94,6 +95,13 @@ static int _printf_(3, 4) failf(char *err, size_t len, const char *fmt, ...)
 	(void)vsnprintf(err, len, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
+}
+
+bool manifests_is_ip(const char *s)
+{
+	unsigned char buf[16];
+
+	return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
 }
 
 /* "spec.containers.0.env": objects by key, arrays by index. */
@@ -136,20 +144,20 @@ static int load_one(struct up_manifests *m, const char *dir, enum tpl t, char *e
 	int r;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, templates[t].file) >= sizeof(path))
-		return failf(err, len, "template folder %s: path too long", dir);
+		return manifests_failf(err, len, "template folder %s: path too long", dir);
 	r = up_read_file(path, UP_MAX_TEMPLATE_SIZE, &text, &n);
 	if (r < 0)
 		return snprintf(err, len, "cannot read template %s: %s", path, strerror(-r)), r;
 	r = up_yaml_load(text, n, &m->tpl[t], yerr, sizeof(yerr));
 	if (r < 0)
-		return failf(err, len, "template %s is not valid YAML: %s", path, yerr);
+		return manifests_failf(err, len, "template %s is not valid YAML: %s", path, yerr);
 	const char *kind = json_string_value(json_object_get(m->tpl[t], "kind"));
 	if (!json_is_object(m->tpl[t]) || (templates[t].kind && (!kind || !streq(kind, templates[t].kind))))
-		return failf(err, len, "template %s is not a %s", path,
+		return manifests_failf(err, len, "template %s is not a %s", path,
 			     templates[t].kind ? templates[t].kind : "mapping");
 	for (size_t i = 0; i < ELEMENTSOF(templates[t].need) && templates[t].need[i]; i++)
 		if (!dig(m->tpl[t], templates[t].need[i]))
-			return failf(err, len, "template %s lacks %s", path, templates[t].need[i]);
+			return manifests_failf(err, len, "template %s lacks %s", path, templates[t].need[i]);
 	return 0;
 }
 
@@ -162,7 +170,7 @@ int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, siz
 
 	if (!dir) {
 		if (up_manifests_default_dir(def, sizeof(def)) < 0)
-			return failf(err, err_len, "$UPLINK_DATA_DIR is too long");
+			return manifests_failf(err, err_len, "$UPLINK_DATA_DIR is too long");
 		dir = def;
 	}
 	m = calloc(1, sizeof(*m));
@@ -172,7 +180,7 @@ int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, siz
 		if ((r = load_one(m, dir, (enum tpl)t, err, err_len)) < 0)
 			return r;
 	if ((size_t)snprintf(path, sizeof(path), "%s/mitm/filter.py", dir) >= sizeof(path))
-		return failf(err, err_len, "template folder %s: path too long", dir);
+		return manifests_failf(err, err_len, "template folder %s: path too long", dir);
 	r = up_read_file(path, UP_MAX_ADDON_SOURCE, &m->addon, &n);
 	if (r < 0)
 		return snprintf(err, err_len, "cannot read the mitm addon %s: %s", path, strerror(-r)),
@@ -200,271 +208,6 @@ void up_manifests_freep(struct up_manifests **m)
 const char *up_manifests_addon(const struct up_manifests *m)
 {
 	return m->addon;
-}
-
-/* ---------------------------------------------------------------- checking the spec */
-
-static bool is_hex_id(const char *s)
-{
-	if (!s || strlen(s) != UP_SESSION_ID_LEN)
-		return false;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s) && !(*s >= 'a' && *s <= 'f'))
-			return false;
-	return true;
-}
-
-/* DNS-1123 label: what volume, Secret and ConfigMap names here must be. */
-static bool is_dns_label(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
-			return false;
-	return true;
-}
-
-/* DNS-1123 subdomain (runtime class names). */
-static bool is_dns_subdomain(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 253 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-' &&
-		    s[i] != '.')
-			return false;
-	return true;
-}
-
-static bool is_label_value(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
-			return false;
-	return true;
-}
-
-/* Env names and config keys as the API server takes them: [-._a-zA-Z0-9]+. */
-static bool is_key(const char *s, bool env)
-{
-	if (!s || !*s || strlen(s) > 253 || (env && isdigit((unsigned char)*s)))
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("-._", *s))
-			return false;
-	return true;
-}
-
-static bool is_abs(const char *p)
-{
-	return p && p[0] == '/' && !strstr(p, "/../") && strlen(p) < PATH_MAX;
-}
-
-static bool is_ip(const char *s)
-{
-	unsigned char buf[16];
-
-	return s && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
-}
-
-/* The session's own objects beyond the agent's (struct up_session_extras). */
-#define GIT_SECRET "git-config"
-#define GIT_KEY "agent-uplink.inc"
-#define GIT_INCLUDE "/etc/gitconfig.d/agent-uplink.inc" /* agents/claude/gitconfig includes it */
-#define UPSTREAM_CA_SECRET "upstream-ca"
-#define UPSTREAM_CA_DIR "/upstream-ca"
-#define MOUNT_PREFIX "mount-"
-#define SSH_SOCK_VOLUME "ssh-sock" /* the relay's socket, shared with the main container */
-#define SSH_SOCK_DIR "/ssh-agent"  /* manifests/ssh-agent-relay.yaml */
-#define SSH_AUTH_SOCK SSH_SOCK_DIR "/agent.sock"
-/* --aws-profiles: the agent's dummy keys (a ConfigMap: they hold no secret, so --dry-run and
- * kubectl show them), and the mitm's real ones (a Secret mounted whole, so that Kubernetes
- * updates the file when a refresh patches it). */
-#define AWS_AGENT_CONFIGMAP "agent-aws-creds"
-#define AWS_AGENT_KEY "credentials"
-#define AWS_MITM_SECRET UP_MANIFEST_AWS_SECRET
-#define AWS_MITM_KEY UP_MANIFEST_AWS_KEY
-#define AWS_MITM_DIR "/aws-creds"
-
-static bool reserved_volume(const char *n)
-{
-	static const char *const names[] = { "uplink-ca", UP_MANIFEST_ADDON_CONFIGMAP,
-					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET,
-					     GIT_SECRET, UPSTREAM_CA_SECRET, UP_KUBE_CONFIGMAP,
-					     UP_KUBE_CERTS_SECRET, UP_MANIFEST_SSH_KEYS_SECRET,
-					     UP_MANIFEST_SSH_PUB_SECRET, SSH_SOCK_VOLUME, AWS_AGENT_CONFIGMAP,
-					     AWS_MITM_SECRET };
-
-	if (startswith(n, MOUNT_PREFIX))
-		return true;
-
-	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		if (streq(n, names[i]))
-			return true;
-	return false;
-}
-
-static int check_volume(const struct up_session_spec *s, size_t i, char *err, size_t len)
-{
-	const struct up_agent_volume *v = &s->contrib.volumes[i];
-
-	if (!is_dns_label(v->name) || reserved_volume(v->name))
-		return failf(err, len, "agent volume %zu: name '%s' is not a DNS label or is taken", i,
-			     v->name ? v->name : "(null)");
-	for (size_t j = 0; j < i; j++)
-		if (streq(s->contrib.volumes[j].name, v->name))
-			return failf(err, len, "agent volume '%s' is given twice", v->name);
-	if (v->mount_path && !is_abs(v->mount_path))
-		return failf(err, len, "agent volume '%s': mount path '%s' is not absolute", v->name,
-			     v->mount_path);
-	if (v->kind == UP_AGENT_VOL_HOSTPATH && (!is_abs(v->host_path) || !v->mount_path))
-		return failf(err, len, "agent volume '%s': a hostPath needs an absolute host path and a "
-			     "mount path", v->name);
-	if (v->kind == UP_AGENT_VOL_EMPTYDIR && !v->mount_path)
-		return failf(err, len, "agent volume '%s': an emptyDir needs a mount path", v->name);
-	for (size_t j = 0; j < v->n_files; j++) {
-		const struct up_agent_file *f = &v->files[j];
-		if (!is_key(f->key, false) || streq(f->key, ".") || streq(f->key, ".."))
-			return failf(err, len, "agent volume '%s': '%s' is not a valid key", v->name,
-				     f->key ? f->key : "(null)");
-		if (f->mount_path && !is_abs(f->mount_path))
-			return failf(err, len, "agent volume '%s': mount path '%s' is not absolute",
-				     v->name, f->mount_path);
-	}
-	return 0;
-}
-
-static int check_contrib(const struct up_session_spec *s, char *err, size_t len)
-{
-	int r;
-
-	for (size_t i = 0; i < s->contrib.n_env; i++)
-		if (!is_key(s->contrib.env[i].name, true) || !s->contrib.env[i].value)
-			return failf(err, len, "agent env %zu: '%s' is not a valid variable", i,
-				     s->contrib.env[i].name ? s->contrib.env[i].name : "(null)");
-	for (size_t i = 0; i < s->contrib.n_volumes; i++)
-		if ((r = check_volume(s, i, err, len)) < 0)
-			return r;
-	return 0;
-}
-
-/* "10.0.0.0/8", "fd00::/64": an address and a prefix length that fits it. */
-static bool is_cidr(const char *s)
-{
-	char buf[64], *slash, *end;
-	unsigned char addr[16];
-	long bits;
-	int max;
-
-	if (!s || (size_t)snprintf(buf, sizeof(buf), "%s", s) >= sizeof(buf) || !(slash = strchr(buf, '/')))
-		return false;
-	*slash = '\0';
-	max = inet_pton(AF_INET, buf, addr) == 1 ? 32 : inet_pton(AF_INET6, buf, addr) == 1 ? 128 : -1;
-	bits = strtol(slash + 1, &end, 10);
-	return max > 0 && isdigit((unsigned char)slash[1]) && !*end && bits >= 0 && bits <= max;
-}
-
-static int check_extras(const struct up_session_extras *x, char *err, size_t len)
-{
-	json_t *v;
-	size_t i;
-
-	json_array_foreach(x->mounts, i, v) {
-		const char *p = json_string_value(json_object_get(v, "path"));
-		if (!is_abs(p) || !json_is_boolean(json_object_get(v, "dir")) ||
-		    !json_is_boolean(json_object_get(v, "read_only")))
-			return failf(err, len, "host mount %zu: '%s' is not an absolute path", i,
-				     p ? p : "(null)");
-	}
-	json_array_foreach(x->ssh_cidrs, i, v)
-		if (!is_cidr(json_string_value(v)))
-			return failf(err, len, "SSH CIDR %zu is not a network address", i);
-	if (x->mitm_ca_pem && !strstr(x->mitm_ca_pem, "-----BEGIN CERTIFICATE-----"))
-		return failf(err, len, "the mitm's extra upstream CAs hold no PEM certificate");
-	for (size_t k = 0; x->kube && k < x->kube->n; k++) {
-		char key[300];
-		(void)snprintf(key, sizeof(key), "%s.pem", x->kube->ctx[k].host);
-		if (x->kube->ctx[k].client_pem && !is_key(key, false))
-			return failf(err, len, "kube context '%s': '%s' is not a valid Secret key",
-				     x->kube->ctx[k].name, key);
-	}
-	for (size_t j = 0; j < x->ssh.n_keys + x->ssh.n_pub; j++) {
-		const struct up_ssh_file *f = j < x->ssh.n_keys ? &x->ssh.keys[j]
-								 : &x->ssh.pub[j - x->ssh.n_keys];
-		if (!is_key(f->name, false) || streq(f->name, ".") || streq(f->name, "..") || !f->data)
-			return failf(err, len, "SSH file '%s' is not a valid key", f->name ? f->name : "(null)");
-	}
-	if (x->ssh.n_pub > 0 && x->ssh.n_keys == 0)
-		return failf(err, len, "SSH public files without a private key");
-	return 0;
-}
-
-static bool has_kube(const struct up_session_extras *x)
-{
-	return x && x->kube && x->kube->n > 0;
-}
-
-static bool has_kube_certs(const struct up_session_extras *x)
-{
-	for (size_t i = 0; has_kube(x) && i < x->kube->n; i++)
-		if (x->kube->ctx[i].client_pem)
-			return true;
-	return false;
-}
-
-static bool has_ssh(const struct up_session_spec *s)
-{
-	return s->extras && s->extras->ssh.n_keys > 0;
-}
-
-static int check_spec(const struct up_session_spec *s, char *err, size_t len)
-{
-	const char *rc = s->agent_runtime_class;
-
-	if (!is_hex_id(s->id))
-		return failf(err, len, "session id '%s' is not 12 lowercase hex digits",
-			     s->id ? s->id : "(null)");
-	if (!is_label_value(s->owner))
-		return failf(err, len, "owner '%s' is not a valid label value",
-			     s->owner ? s->owner : "(null)");
-	if (s->created_at <= 0 || s->expires_at <= s->created_at)
-		return failf(err, len, "the session must expire after it was created");
-	if (!is_abs(s->cwd))
-		return failf(err, len, "cwd '%s' is not an absolute path", s->cwd ? s->cwd : "(null)");
-	if (!is_label_value(s->agent))
-		return failf(err, len, "agent name '%s' is not valid", s->agent ? s->agent : "(null)");
-	if (!s->user || !*s->user || !is_abs(s->home))
-		return failf(err, len, "the host user and an absolute home are required");
-	if (!s->agent_image || !*s->agent_image || !s->mitm_image || !*s->mitm_image)
-		return failf(err, len, "the agent and mitmproxy images are required");
-	if ((rc && *rc && !is_dns_subdomain(rc)) ||
-	    (s->mitm_runtime_class && *s->mitm_runtime_class &&
-	     !is_dns_subdomain(s->mitm_runtime_class)))
-		return failf(err, len, "a runtime class name is not a DNS subdomain");
-	if (!json_is_object(s->rules))
-		return failf(err, len, "the proxy rules document is missing");
-	if (!s->ca_cert_pem || !startswith(s->ca_cert_pem, "-----BEGIN CERTIFICATE-----") ||
-	    !s->ca_key_pem || !strstr(s->ca_key_pem, "PRIVATE KEY-----"))
-		return failf(err, len, "the session CA certificate and key are required");
-	if (s->mitm_cluster_ip && !is_ip(s->mitm_cluster_ip))
-		return failf(err, len, "mitm cluster IP '%s' is not an IP address", s->mitm_cluster_ip);
-	if (s->ssh_agent_cluster_ip && !is_ip(s->ssh_agent_cluster_ip))
-		return failf(err, len, "ssh-agent cluster IP '%s' is not an IP address",
-			     s->ssh_agent_cluster_ip);
-	if (has_ssh(s) && s->uid == 0)
-		return failf(err, len, "the ssh-agent holder pod cannot run as root");
-	if (s->extras && check_extras(s->extras, err, len) < 0)
-		return -EINVAL;
-	return check_contrib(s, err, len);
 }
 
 /* ---------------------------------------------------------------- building blocks */
@@ -650,7 +393,7 @@ static int render_kube_data(struct render *c)
 	json_decref(doc);
 	r = text ? render_text_map(c, UP_KUBE_CONFIGMAP, "config", text) : -ENOMEM;
 	free(text);
-	if (r < 0 || !has_kube_certs(x))
+	if (r < 0 || !manifests_has_kube_certs(x))
 		return r;
 	o = data_object(c, true, UP_KUBE_CERTS_SECRET);
 	for (size_t i = 0; o && r == 0 && i < x->kube->n; i++) {
@@ -683,7 +426,7 @@ static int render_extras_data(struct render *c)
 	json_t *o;
 	int r;
 
-	if (has_kube(x) && (r = render_kube_data(c)) < 0)
+	if (manifests_has_kube(x) && (r = render_kube_data(c)) < 0)
 		return r;
 	if (x && x->mitm_ca_pem && *x->mitm_ca_pem) {
 		o = data_object(c, true, UPSTREAM_CA_SECRET);
@@ -706,7 +449,7 @@ static int render_extras_data(struct render *c)
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
-	if (has_ssh(c->s)) {
+	if (manifests_has_ssh(c->s)) {
 		/* The private keys for the holder pod alone; their public halves for the agent. */
 		if ((r = render_files(c, UP_MANIFEST_SSH_KEYS_SECRET, x->ssh.keys, x->ssh.n_keys)) < 0)
 			return r;
@@ -744,7 +487,7 @@ static int render_policies(struct render *c)
 		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
 	if (agent && r == 0)
 		r = ssh_egress(c, agent);
-	if (agent && r == 0 && has_ssh(c->s))
+	if (agent && r == 0 && manifests_has_ssh(c->s))
 		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_SSH]));
 	if (!deny || !agent || !mitm || r < 0) {
 		json_decref(deny);
@@ -755,7 +498,7 @@ static int render_policies(struct render *c)
 	r = add(c, deny);
 	r = r < 0 ? (json_decref(agent), r) : add(c, agent);
 	r = r < 0 ? (json_decref(mitm), r) : add(c, mitm);
-	if (r == 0 && has_ssh(c->s))
+	if (r == 0 && manifests_has_ssh(c->s))
 		r = add(c, object(c, TPL_NP_SSH, "ssh-agent-policy"));
 	return r;
 }
@@ -767,45 +510,36 @@ static int set_option(json_t *args, const char *opt)
 	return r < 0 ? r : push(args, json_string(opt));
 }
 
-/* --mitm-ca-cert, --mitm-insecure, --mitm-debug (manifests/mitm/README.md, "Running it"). */
+/* A Secret of the mitm's, mounted whole (read-only) at `dir` and named by an addon option. */
+static int mitm_secret(json_t *pod, const char *option, const char *secret, const char *dir)
+{
+	json_t *main = dig(pod, "spec.containers.0");
+	int r = set_option(json_object_get(main, "args"), option);
+
+	if (r == 0)
+		r = push(json_object_get(main, "volumeMounts"),
+			 json_pack("{s:s, s:s, s:b}", "name", secret, "mountPath", dir, "readOnly", 1));
+	if (r == 0)
+		r = push(dig(pod, "spec.volumes"),
+			 json_pack("{s:s, s:{s:s}}", "name", secret, "secret", "secretName", secret));
+	return r;
+}
+
+/* --mitm-ca-cert and the kube CAs, kube client certificates, the AWS map, --mitm-insecure,
+ * --mitm-debug (manifests/mitm/README.md, "Running it"). */
 static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 {
-	json_t *main = dig(pod, "spec.containers.0"), *args = json_object_get(main, "args");
+	json_t *args = dig(pod, "spec.containers.0.args");
 	int r = 0;
 
-	if (x->mitm_ca_pem && *x->mitm_ca_pem) {
-		r = set_option(args, "uplink_extra_ca=" UPSTREAM_CA_DIR "/bundle.pem");
-		if (r == 0)
-			r = push(json_object_get(main, "volumeMounts"),
-				 json_pack("{s:s, s:s, s:b}", "name", UPSTREAM_CA_SECRET, "mountPath",
-					   UPSTREAM_CA_DIR, "readOnly", 1));
-		if (r == 0)
-			r = push(dig(pod, "spec.volumes"),
-				 json_pack("{s:s, s:{s:s}}", "name", UPSTREAM_CA_SECRET, "secret",
-					   "secretName", UPSTREAM_CA_SECRET));
-	}
-	if (r == 0 && has_kube_certs(x)) {
-		r = set_option(args, "client_certs=" UP_KUBE_CERTS_DIR);
-		if (r == 0)
-			r = push(json_object_get(main, "volumeMounts"),
-				 json_pack("{s:s, s:s, s:b}", "name", UP_KUBE_CERTS_SECRET, "mountPath",
-					   UP_KUBE_CERTS_DIR, "readOnly", 1));
-		if (r == 0)
-			r = push(dig(pod, "spec.volumes"),
-				 json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CERTS_SECRET, "secret",
-					   "secretName", UP_KUBE_CERTS_SECRET));
-	}
-	if (r == 0 && x->aws_creds_json && x->aws_ini) {
-		r = set_option(args, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY);
-		if (r == 0)
-			r = push(json_object_get(main, "volumeMounts"),
-				 json_pack("{s:s, s:s, s:b}", "name", AWS_MITM_SECRET, "mountPath",
-					   AWS_MITM_DIR, "readOnly", 1));
-		if (r == 0)
-			r = push(dig(pod, "spec.volumes"),
-				 json_pack("{s:s, s:{s:s}}", "name", AWS_MITM_SECRET, "secret",
-					   "secretName", AWS_MITM_SECRET));
-	}
+	if (x->mitm_ca_pem && *x->mitm_ca_pem)
+		r = mitm_secret(pod, "uplink_extra_ca=" UPSTREAM_CA_DIR "/bundle.pem", UPSTREAM_CA_SECRET,
+				UPSTREAM_CA_DIR);
+	if (r == 0 && manifests_has_kube_certs(x))
+		r = mitm_secret(pod, "client_certs=" UP_KUBE_CERTS_DIR, UP_KUBE_CERTS_SECRET, UP_KUBE_CERTS_DIR);
+	if (r == 0 && x->aws_creds_json && x->aws_ini)
+		r = mitm_secret(pod, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY, AWS_MITM_SECRET,
+				AWS_MITM_DIR);
 	if (r == 0 && x->mitm_insecure)
 		r = set_option(args, "ssl_insecure=true");
 	if (r == 0 && x->mitm_debug)
@@ -925,12 +659,12 @@ static int agent_env(struct render *c, json_t *env)
 	for (size_t i = 0; i < ELEMENTSOF(ours); i++)
 		if ((r = env_add(env, ours[i].name, ours[i].value)) < 0)
 			return r;
-	if (has_kube(s->extras) && (r = env_add(env, "KUBECONFIG", UP_KUBE_AGENT_CONFIG)) < 0)
+	if (manifests_has_kube(s->extras) && (r = env_add(env, "KUBECONFIG", UP_KUBE_AGENT_CONFIG)) < 0)
 		return r;
 	for (size_t i = 0; i < s->contrib.n_env; i++) {
 		r = env_add(env, s->contrib.env[i].name, s->contrib.env[i].value);
 		if (r == -EEXIST)
-			return failf(c->err, c->err_len, "agent env %s would replace uplink's own",
+			return manifests_failf(c->err, c->err_len, "agent env %s would replace uplink's own",
 				     s->contrib.env[i].name);
 		if (r < 0)
 			return r;
@@ -991,7 +725,7 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 
 	if (!x)
 		return 0;
-	if (has_kube(x)) {
+	if (manifests_has_kube(x)) {
 		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP, "configMap",
 					    "name", UP_KUBE_CONFIGMAP));
 		if (r == 0)
@@ -1054,8 +788,8 @@ static int agent_pod_fill(struct render *c, json_t *pod)
 	    put(spec, "securityContext", json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
 	    (*rc && put(spec, "runtimeClassName", json_string(rc)) < 0))
 		return -ENOMEM;
-	if (has_ssh(s) && (r = agent_ssh(c, pod)) < 0)
-		return r == -EEXIST ? failf(c->err, c->err_len, "agent env SSH_AUTH_SOCK would replace "
+	if (manifests_has_ssh(s) && (r = agent_ssh(c, pod)) < 0)
+		return r == -EEXIST ? manifests_failf(c->err, c->err_len, "agent env SSH_AUTH_SOCK would replace "
 					    "uplink's own") : r;
 	if (s->allow_dns) { /* back to the cluster's DNS */
 		(void)json_object_del(spec, "dnsPolicy");
@@ -1076,7 +810,7 @@ static int render_agent(struct render *c)
 	if (c->s->mitm_cluster_ip &&
 	    (r = up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len)) < 0)
 		return r;
-	if (c->s->ssh_agent_cluster_ip && has_ssh(c->s))
+	if (c->s->ssh_agent_cluster_ip && manifests_has_ssh(c->s))
 		return up_manifests_set_ssh_agent_ip(c->objects, c->s->ssh_agent_cluster_ip, c->err,
 						     c->err_len);
 	return 0;
@@ -1091,7 +825,7 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 
 	if (err_len)
 		err[0] = '\0';
-	if ((r = check_spec(spec, err, err_len)) < 0)
+	if ((r = manifests_check_spec(spec, err, err_len)) < 0)
 		return r;
 	(void)snprintf(c.ns, sizeof(c.ns), UP_SESSION_NS_PREFIX "%s", spec->id);
 	c.objects = json_array();
@@ -1112,7 +846,7 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 		r = render_policies(&c);
 	if (r == 0)
 		r = render_mitm(&c);
-	if (r == 0 && has_ssh(spec))
+	if (r == 0 && manifests_has_ssh(spec))
 		r = render_ssh_agent(&c);
 	if (r == 0)
 		r = render_agent(&c);
@@ -1139,7 +873,7 @@ int up_manifests_render_system(const struct up_manifests *tpl, const struct up_s
 	int r = a && ns && dep && svc ? 0 : -ENOMEM;
 
 	if (r == 0 && !*image)
-		r = failf(err, err_len, "the registry image is empty");
+		r = manifests_failf(err, err_len, "the registry image is empty");
 	if (r == 0)
 		r = put(dig(dep, "spec.template.spec.containers.0"), "image", json_string(image));
 	if (r == 0 && (r = push(a, TAKE_PTR(ns))) == 0 && (r = push(a, TAKE_PTR(dep))) == 0)
@@ -1161,9 +895,9 @@ static int set_alias(json_t *objects, const char *host, const char *ip, char *er
 	size_t i;
 
 	if (!name || !streq(name, "agent"))
-		return failf(err, err_len, "the last object is not the agent pod");
-	if (!is_ip(ip))
-		return failf(err, err_len, "%s cluster IP '%s' is not an IP address", host,
+		return manifests_failf(err, err_len, "the last object is not the agent pod");
+	if (!manifests_is_ip(ip))
+		return manifests_failf(err, err_len, "%s cluster IP '%s' is not an IP address", host,
 			     ip ? ip : "(null)");
 	aliases = dig(pod, "spec.hostAliases");
 	if (!aliases && put(json_object_get(pod, "spec"), "hostAliases", aliases = json_array()) < 0)
