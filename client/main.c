@@ -108,7 +108,10 @@ const struct up_command up_commands[] = {
 	  "idle_timeout, allow_dns, notifications, args (or claude_args), add_dir, mount_rw,\n"
 	  "mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, mitm_ca_cert,\n"
 	  "mitm_insecure, mitm_debug, kube_context, kubeconfig. Lists add to the flag's items;\n"
-	  "relative paths are relative to the config file's folder.\n\n"
+	  "relative paths are relative to the config file's folder. A project's file (between the\n"
+	  "cwd and home: a repository can bring one) cannot set allow_exec, and is named when it\n"
+	  "sets a key that widens the agent's reach (mounts, kube contexts, SSH keys, AWS\n"
+	  "profiles, the mitm's TLS and debug options).\n\n"
 	  "Options:\n"
 	  "  --json    print the daemon's answer as JSON\n" },
 	{ "doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",

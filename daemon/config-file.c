@@ -108,7 +108,9 @@ int up_config_init_defaults(struct up_config *c)
 	c->origins = json_object();
 	c->files = json_array();
 	c->lists = json_object();
-	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files && c->lists
+	c->project = json_object();
+	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files && c->lists &&
+			       c->project
 		       ? 0
 		       : -ENOMEM;
 }
@@ -126,7 +128,8 @@ void up_config_done(struct up_config *c)
 	json_decref(c->origins);
 	json_decref(c->files);
 	json_decref(c->lists);
-	c->rules = c->args = c->origins = c->files = c->lists = NULL;
+	json_decref(c->project);
+	c->rules = c->args = c->origins = c->files = c->lists = c->project = NULL;
 }
 
 /* ---- one file ---- */
@@ -191,10 +194,38 @@ static bool taken(const struct pctx *p, const char *canon)
 	return json_object_get(p->c->origins, canon) != NULL;
 }
 
+/*
+ * What widens what the agent reaches or what runs on this machine. A project's file (one
+ * between the cwd and home, which a cloned repository can bring) setting one is told to the
+ * user; allow_exec from such a file is refused: it would let the repository run commands here.
+ */
+static const char *const reaching[] = {
+	"allow_exec", "kube_context", "kubeconfig", "ssh_key_dir", "aws_profiles", "add_dir",
+	"mount_rw", "mount_ro", "mitm_insecure", "mitm_debug",
+};
+
+static bool project_file(const struct pctx *p)
+{
+	const char *slash = strrchr(p->path, '/');
+	size_t dir = slash ? (size_t)(slash - p->path) : 0;
+
+	return slash && (streq(slash + 1, UP_CONFIG_FILE) || streq(slash + 1, UP_CONFIG_FILE_OLD)) &&
+	       !(p->home && strlen(p->home) == dir && !strncmp(p->path, p->home, dir));
+}
+
+static void note_reach(struct pctx *p, const char *canon, const yaml_node_t *n)
+{
+	for (size_t i = 0; i < ELEMENTSOF(reaching); i++)
+		if (streq(reaching[i], canon) && project_file(p) && !json_object_get(p->c->project, canon) &&
+		    json_object_set_new(p->c->project, canon, origin(p, n)) < 0)
+			p->oom = true;
+}
+
 static void set_origin(struct pctx *p, const char *canon, const yaml_node_t *n)
 {
 	if (json_object_set_new(p->c->origins, canon, origin(p, n)) < 0)
 		p->oom = true;
+	note_reach(p, canon, n);
 }
 
 static char *expand_path(const struct pctx *p, const char *s);
@@ -259,6 +290,7 @@ static void list_add(struct pctx *p, const char *canon, json_t *list, json_t *it
 	}
 	if (!item || !o || json_array_append_new(list, item) < 0 || json_array_append_new(o, origin(p, n)) < 0)
 		p->oom = true;
+	note_reach(p, canon, n);
 }
 
 /*
@@ -612,14 +644,38 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 	return json_pack("{s:O, s:o}", "files", c->files, "values", values);
 }
 
+/* A sentence about a key a project's file set (see `reaching`), into from_files' "warnings". */
+static int warn_project(json_t *from_files, const char *at, const char *canon, bool refused)
+{
+	json_t *w = json_object_get(from_files, "warnings");
+
+	if (!w && json_object_set_new(from_files, "warnings", w = json_array()) < 0)
+		return -ENOMEM;
+	return json_array_append_new(w, refused ? json_sprintf("%s: allow_exec is not taken from a project's "
+		"config file (a repository could run commands on this machine with it); pass --allow-exec, or "
+		"set it in ~/.config/uplink/config.yaml", at) : json_sprintf("%s: this project's config file "
+		"sets %s, which widens what the agent reaches; check that you meant it", at, canon)) < 0
+		       ? -ENOMEM
+		       : 0;
+}
+
 int up_config_apply(const struct up_config *c, json_t *params, json_t *from_files)
 {
 	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
 		const struct key *k = key_find_canon(shown[i]);
 		json_t *have = json_object_get(params, k->canon), *src = json_object_get(c->origins, k->canon);
+		const char *project = json_string_value(json_object_get(c->project, k->canon));
+		bool exec = streq(k->canon, "allow_exec");
+
+		if (k->kind == K_BOOL && !*(const bool *)(const void *)((const char *)c + k->offset))
+			project = NULL; /* false widens nothing */
 
 		if (k->kind == K_RULES || !src)
 			continue;
+		if (project && from_files && warn_project(from_files, project, k->canon, exec) < 0)
+			return -ENOMEM;
+		if (project && exec)
+			continue; /* the flag alone, or a user's own file */
 		if (streq(k->canon, "notifications")) {
 			/* No flag: the files alone can turn a session's notifications off. */
 			if (!c->notifications && json_object_set_new(params, "no_notifications", json_true()) < 0)

@@ -40,6 +40,7 @@ struct up_config {
 	json_t *args;    /* passthrough arguments (claude_args) */
 	json_t *lists;   /* canonical key -> array: the lists that add up to the flag's (add_dir...) */
 	json_t *origins; /* canonical key -> "FILE:LINE" (lists: an array, one per item) */
+	json_t *project; /* the keys a project's file set that widen the agent's reach -> FILE:LINE */
 	json_t *files;   /* the files read, nearest first */
 };
 

@@ -365,6 +365,10 @@ static int start_checked(struct up_request *req, void *params, void *userdata, c
 	}
 	if (r >= 0)
 		warn_start(req, o.extra);
+	json_t *w;
+	size_t k;
+	json_array_foreach(json_object_get(from_files, "warnings"), k, w)
+		warn(req, "%s", json_string_value(w));
 	if (r >= 0)
 		r = up_session_id_new(id);
 	s = r >= 0 ? up_session_new(all, id) : NULL;

@@ -173,3 +173,22 @@ def test_a_bad_value_from_a_file_is_named_by_its_line(env):
     (env.project / ".uplink.yaml").unlink()
     r = dry_run(env, "--agent-runtime-class", "Not_A_Name", check=1)
     assert "--agent-runtime-class: 'Not_A_Name' is not a valid RuntimeClass name" in r.stderr
+
+
+def test_a_projects_file_cannot_allow_exec_and_is_named_when_it_widens_the_reach(env):
+    (env.project / "x.yaml").write_text("rules:\n  - name: x\n    hosts: ['a\\.test']\n    inject:\n"
+                                        "      headers: {X-A: '{{exec:echo hi}}'}\n")
+    (env.project / ".uplink.yaml").write_text("allow_exec: true\nrules: [x.yaml]\nmount_ro: [x.yaml]\n")
+    r = dry_run(env, check=1)
+    p = env.project / ".uplink.yaml"
+    assert (f"{p}:1: allow_exec is not taken from a project's config file (a repository could run "
+            "commands on this machine with it); pass --allow-exec") in r.stderr
+    assert f"{p}:3: this project's config file sets mount_ro, which widens what the agent reaches" in r.stderr
+    # and the rule's command is refused, not run
+    assert "uses an {{exec:...}} placeholder, and commands from rules run only when you allow them" in r.stderr
+    # the same in the user's own files is theirs to say
+    (env.xdg / "uplink" / "config.yaml").write_text("allow_exec: true\n")
+    p.write_text("rules: [x.yaml]\n")
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--rules", str(env.project / "x.yaml"),
+                env={"PATH": "/usr/bin:/bin"}, check=0)
+    assert "allow_exec is not taken" not in r.stderr
