@@ -56,3 +56,10 @@ static inline int startswith(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
+
+static inline int endswith(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && streq(s + n - m, suffix);
+}

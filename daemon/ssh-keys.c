@@ -28,13 +28,6 @@ static int _printf_(3, 4) refuse(char *why, size_t len, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static bool endswith(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && streq(s + n - m, suffix);
-}
-
 enum up_ssh_class up_ssh_classify(const char *name, const char *data, size_t len)
 {
 	static const char marker[] = "PRIVATE KEY-----";

@@ -343,13 +343,6 @@ static void add_problem(json_t *problems, const char *file, const char *msg, con
 							msg, "moved_to", moved_to));
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && streq(s + n - k, suffix);
-}
-
 static bool exists_at(int dfd, const char *name)
 {
 	struct stat st;
@@ -470,7 +463,7 @@ static int load_dir(struct load *l, char *err, size_t err_len)
 				(void)unlinkat(l->dfd, name, 0);
 			continue;
 		}
-		if (ends_with(name, ".json"))
+		if (endswith(name, ".json"))
 			load_one(l, name);
 	}
 	free_entries(list, n);
@@ -652,7 +645,7 @@ int up_store_prune(struct up_store *s, int64_t now, uint64_t max_age, json_t **r
 	}
 	n = scandir(s->sessions, &list, NULL, alphasort);
 	for (int i = 0; i < n; i++)
-		if (list[i]->d_name[0] != '.' && ends_with(list[i]->d_name, ".json"))
+		if (list[i]->d_name[0] != '.' && endswith(list[i]->d_name, ".json"))
 			prune_record(&p, list[i]->d_name);
 	for (int i = 0; i < n; i++)
 		prune_folder(&p, list[i]->d_name);

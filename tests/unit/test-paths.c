@@ -12,6 +12,22 @@
 #include <unistd.h>
 
 #include "paths.h"
+#include "util.h"
+
+/* common/util.h: the prefix and suffix tests, on their edges. */
+static void test_affixes(void **state)
+{
+	(void)state;
+	assert_true(startswith("id_ed25519", "id_"));
+	assert_true(startswith("x", ""));
+	assert_false(startswith("id", "id_"));
+	assert_true(endswith("id-cert.pub", "-cert.pub"));
+	assert_true(endswith("-cert.pub", "-cert.pub"));
+	assert_true(endswith("x", ""));
+	assert_false(endswith("cert.pub", "-cert.pub"));
+	assert_false(endswith("a.pub.bak", ".pub"));
+	assert_false(endswith("", ".pub"));
+}
 
 static void test_socket_env(void **state)
 {
@@ -82,6 +98,7 @@ static void test_mkdir_parents(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_affixes),
 		cmocka_unit_test(test_socket_env),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_lock_path),
