@@ -31,13 +31,16 @@ static int _printf_(3, 4) refuse(char *why, size_t len, const char *fmt, ...)
 enum up_ssh_class up_ssh_classify(const char *name, const char *data, size_t len)
 {
 	static const char marker[] = "PRIVATE KEY-----";
+	bool cert = endswith(name, "-cert.pub");
 
-	if (endswith(name, "-cert.pub"))
-		return UP_SSH_CERT;
-	if (endswith(name, ".pub"))
-		return UP_SSH_IGNORE;
+	if (endswith(name, ".pub") && !cert)
+		return UP_SSH_IGNORE; /* stays home: the public halves are derived again */
+	/* Content before name for every file bound for the agent: a private key is the holder's,
+	 * whatever it is called. */
 	if (data && memmem(data, len, marker, sizeof(marker) - 1))
 		return UP_SSH_PRIVATE;
+	if (cert)
+		return UP_SSH_CERT;
 	if (streq(name, "config"))
 		return UP_SSH_CONFIG;
 	return UP_SSH_IGNORE;

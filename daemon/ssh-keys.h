@@ -16,11 +16,15 @@
 enum up_ssh_class {
 	UP_SSH_IGNORE,  /* other *.pub (re-derived), known_hosts, anything else */
 	UP_SSH_CERT,    /* *-cert.pub: the agent's ~/.ssh */
-	UP_SSH_PRIVATE, /* content holds "PRIVATE KEY-----" (even when named config): the holder */
+	UP_SSH_PRIVATE, /* content holds "PRIVATE KEY-----" (even named config or *-cert.pub) */
 	UP_SSH_CONFIG,  /* "config": the agent's ~/.ssh */
 };
 
-/* What a regular file of the folder is, by its name and content, in the reference's order. */
+/*
+ * What a regular file of the folder is, by its name and content. Other *.pub files stay home
+ * unread; for everything else the content is looked at first, so a private key never reaches
+ * the agent's ~/.ssh under the name of a certificate or of the config.
+ */
 enum up_ssh_class up_ssh_classify(const char *name, const char *data, size_t len);
 
 /* A name that can be a Secret key and a file in ~/.ssh: [-._a-zA-Z0-9]+, not "." or "..". */

@@ -108,6 +108,12 @@ def make_ssh_dirs(h):
     b.mkdir()
     (b / "broken").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nbm90IGEga2V5\n-----END OPENSSH PRIVATE KEY-----\n")
     b.joinpath("broken").chmod(0o600)
+    m = h / "keys-misnamed"  # private keys under the names of a certificate and of the config
+    m.mkdir()
+    keygen(m / "id-cert.pub", "-t", "ed25519")
+    keygen(m / "config", "-t", "ed25519")
+    (m / "id-cert.pub.pub").unlink()
+    (m / "config.pub").unlink()
     n = h / "keys-none"
     n.mkdir()
     (n / "config").write_text("Host *\n")
@@ -304,6 +310,17 @@ def test_ssh_key_dir_from_the_config_file(env):
     # a flag beats the file
     by, names, r = dry(env, "--ssh-key-dir", str(env.home / "keys-none"))
     assert "Pod/ssh-agent" not in names and "holds no private keys" in r.stderr
+
+def test_ssh_private_key_named_as_cert_or_config_goes_to_the_holder(env):
+    m = env.home / "keys-misnamed"
+    by, _, r = dry(env, "--ssh-key-dir", str(m))
+    assert r.returncode == 0, r.stderr
+    keys = {n: base64.b64decode(v).decode() for n, v in by[("Secret", "ssh-agent-keys")]["data"].items()}
+    assert keys == {"config": (m / "config").read_text(), "id-cert.pub": (m / "id-cert.pub").read_text()}
+    pub = {n: base64.b64decode(v).decode() for n, v in by[("Secret", "ssh-pub")]["data"].items()}
+    assert pub == {"config.pub": derived_pub(m / "config"), "id-cert.pub.pub": derived_pub(m / "id-cert.pub")}
+    assert "PRIVATE KEY" not in "".join(pub.values())
+
 
 def test_ssh_private_keys_appear_only_in_their_secret(env):
     k = env.home / "keys"

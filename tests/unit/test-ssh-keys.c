@@ -29,9 +29,11 @@ static void test_classify_table(void **state)
 		{ "deploy", "-----BEGIN RSA PRIVATE KEY-----\nx\n", UP_SSH_PRIVATE },
 		{ "id_ed25519-cert.pub", "ssh-ed25519-cert-v01@openssh.com AAAA", UP_SSH_CERT },
 		{ "id_ed25519.pub", "ssh-ed25519 AAAA", UP_SSH_IGNORE },
-		/* a .pub is never a key, whatever it holds; a cert by name alone */
+		/* another .pub stays home, whatever it holds */
 		{ "weird.pub", PRIV, UP_SSH_IGNORE },
-		{ "x-cert.pub", PRIV, UP_SSH_CERT },
+		/* content first for what would reach the agent: a key named as a cert is a key */
+		{ "x-cert.pub", PRIV, UP_SSH_PRIVATE },
+		{ "x-cert.pub", "-----BEGIN RSA PRIVATE KEY-----\nx\n", UP_SSH_PRIVATE },
 		{ "config", "Host *\n", UP_SSH_CONFIG },
 		/* a private key named config goes to the holder, not the agent */
 		{ "config", PRIV, UP_SSH_PRIVATE },
@@ -53,6 +55,8 @@ static void test_classify_table(void **state)
 	static const char bin[] = "\0\0PRIVATE KEY-----";
 	assert_int_equal(up_ssh_classify("k", bin, sizeof(bin) - 1), UP_SSH_PRIVATE);
 	assert_int_equal(up_ssh_classify("k", NULL, 0), UP_SSH_IGNORE);
+	/* unread (too large): by name alone, so a large certificate is still refused */
+	assert_int_equal(up_ssh_classify("x-cert.pub", NULL, 0), UP_SSH_CERT);
 }
 
 static void test_names(void **state)
@@ -162,6 +166,27 @@ static void test_no_private_keys(void **state)
 	up_ssh_keys_done(&k);
 }
 
+/* A private key named as a certificate or as the config is a key: never one of the agent's. */
+static void test_private_key_under_an_agent_name(void **state)
+{
+	struct up_ssh_keys k;
+	bool no_keys;
+	char why[512];
+
+	(void)state;
+	put("id-cert.pub", PRIV, strlen(PRIV));
+	/* counted as a private key: refused for root before ssh-keygen runs (not "no keys") */
+	assert_int_equal(load(0, &k, &no_keys, why, sizeof(why)), -EINVAL);
+	assert_false(no_keys);
+	assert_non_null(strstr(why, "--ssh-key-dir is unsupported when running uplinkd as root"));
+	assert_int_equal(k.n_pub, 0);
+	/* and a name the holder cannot take is refused, not sent to the agent */
+	put("bad name-cert.pub", PRIV, strlen(PRIV));
+	assert_int_equal(load(1000, &k, &no_keys, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "the file name 'bad name-cert.pub' cannot be used"));
+	assert_int_equal(k.n_pub, 0);
+}
+
 static void test_refusals(void **state)
 {
 	struct up_ssh_keys k;
@@ -219,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_keygen_reason),
 		cmocka_unit_test_setup_teardown(test_no_private_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_private_key_under_an_agent_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	};
 
