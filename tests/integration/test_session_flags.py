@@ -3,6 +3,7 @@ through `--dry-run`: for each flag the objects it produces, and every validation
 full. The real daemon and client, the fake API server; nothing reaches the cluster."""
 
 import base64
+import glob
 import hashlib
 import json
 import os
@@ -260,6 +261,8 @@ def test_ssh_key_dir_objects(env):
     assert c["readinessProbe"]["exec"]["command"] == ["ssh-add", "-l"]
     assert {"name": "SSH_AUTH_SOCK", "value": "/run/ssh-agent/agent.sock"} in c["env"]
     assert c["command"][:2] == ["/bin/sh", "-c"]
+    # no PKCS#11 or FIDO provider may ever be loaded: an allow-list nothing matches
+    assert "ssh-agent -D -P '' -a \"$sock\"" in c["command"][2]
     assert c["command"][3:] == ["ssh-agent-holder", "/keys", "/run/ssh-agent/agent.sock", "8765"]
     assert c["ports"] == [{"name": "ssh-agent", "containerPort": 8765, "protocol": "TCP"}]
     assert c["volumeMounts"] == [{"name": "keys", "mountPath": "/keys", "readOnly": True},
@@ -528,10 +531,16 @@ def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
     relay = as_pod + [a.replace("/ssh-agent/agent.sock", str(relay_sock)).replace("ssh-agent:8765", f"127.0.0.1:{port}")
                       for a in relay_cmd]
     env_local = {k_: v for k_, v in os.environ.items() if k_ != "SSH_AUTH_SOCK"}
+    # ssh-agent runs ssh-pkcs11-helper (here a stand-in that leaves a mark) only when it is
+    # about to load a provider: the code the agent pod must never get run in the holder.
+    helper_ran = work / "run" / "pkcs11-helper-ran"
+    helper = work / "pkcs11-helper"
+    helper.write_text(f'#!/bin/sh\ntouch "{helper_ran}"\nexec /usr/lib/openssh/ssh-pkcs11-helper "$@"\n')
+    helper.chmod(0o755)
     log = open(tmp_path / "holder.log", "w+")
     holder = relay_proc = None
     try:
-        holder = start(cmd, env=env_local, log=log)
+        holder = start(cmd, env=dict(env_local, SSH_PKCS11_HELPER=str(helper)), log=log)
         for _ in range(100):  # serving once socat listens
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
@@ -560,6 +569,14 @@ def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
                                str(tmp_path / "msg")], env=dict(env_local, SSH_AUTH_SOCK=str(relay_sock)),
                               capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
         assert sign.returncode == 0, sign.stderr
+        # through the relay, the agent pod cannot have a PKCS#11 provider loaded (CVE-2023-38408):
+        # any library in the default allow-list (/usr/lib/*) is refused before the helper starts
+        lib = sorted(glob.glob("/usr/lib/*-linux-gnu*/lib*.so*") + glob.glob("/usr/lib/lib*.so*"))[0]
+        add = subprocess.run(["ssh-add", "-s", lib], capture_output=True, text=True, timeout=10,
+                             env=dict(env_local, SSH_AUTH_SOCK=str(relay_sock), SSH_ASKPASS_REQUIRE="never"),
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        assert add.returncode != 0 and "agent refused operation" in add.stderr, add
+        assert not helper_ran.exists(), f"the holder's ssh-agent started its PKCS#11 helper for {lib}"
         log.seek(0)
         out = log.read()
         assert "ssh-agent holds 2 key(s)" in out and "junk" not in out, out
