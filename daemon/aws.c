@@ -209,12 +209,14 @@ static int export_one(const char *profile, struct up_aws_creds *c, char *why, si
 			 "--format", "process", NULL };
 	char err[UP_AWS_EXPORT_STDERR_MAX], reason[128];
 	char *out = malloc(UP_AWS_EXPORT_OUTPUT_MAX);
-	int status = 0, timeout = export_timeout_ms(), r;
+	int timeout = export_timeout_ms(), status, r;
+	struct up_run run = { .argv = argv, .timeout_ms = timeout, .fd3 = -1, .out = out,
+			      .out_len = UP_AWS_EXPORT_OUTPUT_MAX, .err = err, .err_len = sizeof(err) };
 
 	if (!out)
 		return -ENOMEM;
-	r = up_run_capture2(argv, timeout, out, UP_AWS_EXPORT_OUTPUT_MAX, err,
-			    sizeof(err), &status);
+	r = up_run(&run);
+	status = run.status;
 	if (r == -ENOENT)
 		(void)snprintf(why, len, "AWS profile '%s': the aws CLI is not on uplinkd's PATH; install "
 			       "AWS CLI v2 (or put it on the daemon's PATH) to use --aws-profiles", profile);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,9 @@
 #include "ssh-keys.h"
 
 extern char **environ;
+
+/* Where ssh-keygen reads the key: the memory file derive_pub() hands it as fd 3. */
+#define KEYGEN_KEY_PATH "/dev/fd/3"
 
 static int _printf_(3, 4) refuse(char *why, size_t len, const char *fmt, ...)
 {
@@ -246,17 +250,54 @@ static char **keygen_env(void)
 	return env;
 }
 
+/* The key's bytes, as read, in an anonymous memory file of mode 0600 (ssh-keygen refuses a key
+ * others may read): nothing of it is written to disk, and the folder is not read again. */
+static int key_memfd(const struct up_ssh_file *key)
+{
+	_cleanup_(closep) int fd = memfd_create("ssh-key", MFD_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0 || fchmod(fd, 0600) < 0)
+		return -errno;
+	while (done < key->len) {
+		ssize_t n = write(fd, key->data + done, key->len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return TAKE_FD(fd);
+}
+
+/* ssh-keygen names the key by the path it was given: put the key's own path back. */
+static void name_key(char *reason, size_t len, const char *path)
+{
+	static const char given[] = "\"" KEYGEN_KEY_PATH "\"";
+	char *at = strstr(reason, given), rest[512];
+
+	if (!at)
+		return;
+	(void)snprintf(rest, sizeof(rest), "%s", at + sizeof(given) - 1);
+	(void)snprintf(at, len - (size_t)(at - reason), "\"%s\"%s", path, rest);
+}
+
 static int derive_pub(struct scan *sc, char **envp, const struct up_ssh_file *key,
 		      struct up_ssh_file *pub)
 {
-	char path[4352], out[16384], reason[512];
-	char *argv[] = { (char *)"ssh-keygen", (char *)"-y", (char *)"-f", path, NULL };
-	int status = 0, r;
+	char out[16384], err[4096], reason[512], path[4352];
+	char *argv[] = { (char *)"ssh-keygen", (char *)"-y", (char *)"-f", (char *)KEYGEN_KEY_PATH,
+			 NULL };
+	_cleanup_(closep) int fd = key_memfd(key);
+	struct up_run run = { .argv = argv, .envp = envp, .new_session = true,
+			      .timeout_ms = UP_SSH_KEYGEN_TIMEOUT_MS, .fd3 = fd, .out = out,
+			      .out_len = sizeof(out), .err = err, .err_len = sizeof(err) };
+	int r;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", sc->dir, key->name) >= sizeof(path))
-		return -ENAMETOOLONG;
-	r = up_run_capture_env(argv, envp, true, UP_SSH_KEYGEN_TIMEOUT_MS, true, out, sizeof(out),
-			       &status);
+	if (fd < 0)
+		return fd == -ENOMEM ? fd : (refuse(sc->why, sc->len, "--ssh-key-dir: cannot hand %s to "
+						    "ssh-keygen: %s", key->name, strerror(-fd)));
+	r = up_run(&run);
 	if (r == -ENOENT)
 		return refuse(sc->why, sc->len, "--ssh-key-dir needs ssh-keygen on this machine to "
 				"derive the public keys; install openssh-client");
@@ -265,9 +306,12 @@ static int derive_pub(struct scan *sc, char **envp, const struct up_ssh_file *ke
 			       UP_SSH_KEYGEN_TIMEOUT_MS / 1000);
 	else if (r < 0)
 		(void)snprintf(reason, sizeof(reason), "cannot run ssh-keygen: %s", strerror(-r));
-	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !strchr(out, ' '))
-		up_ssh_keygen_reason(out, reason, sizeof(reason));
-	else {
+	else if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0 || !strchr(out, ' ')) {
+		/* stderr alone says why; stdout is only ever the key */
+		up_ssh_keygen_reason(err, reason, sizeof(reason));
+		(void)snprintf(path, sizeof(path), "%s/%s", sc->dir, key->name);
+		name_key(reason, sizeof(reason), path);
+	} else {
 		size_t n = strcspn(out, "\n");
 		if (!(pub->name = malloc(strlen(key->name) + 5)) || !(pub->data = malloc(n + 2)))
 			return -ENOMEM;

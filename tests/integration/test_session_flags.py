@@ -404,6 +404,19 @@ def test_ssh_keygen_reason_is_in_the_message(env):
     assert "secret-pass" not in env.daemon.logs()
 
 
+def test_ssh_public_half_is_derived_from_the_bytes_read(env):
+    """ssh-keygen gets the key as uplinkd read it (a 0600 memory file), not the path: a key
+    that others may read on disk is not refused for its mode, and its half is the right one."""
+    k = env.home / "keys-open"
+    k.mkdir()
+    shutil.copy(env.home / "keys" / "id_ed25519", k / "id_ed25519")
+    (k / "id_ed25519").chmod(0o644)
+    by, _, r = dry(env, "--ssh-key-dir", str(k))
+    assert r.returncode == 0, r.stderr
+    (k / "id_ed25519").chmod(0o600)
+    assert secret(by, "ssh-pub", "id_ed25519.pub") == derived_pub(k / "id_ed25519")
+
+
 def test_ssh_key_dir_refused_as_root(env):
     """The holder runs as the host uid and must not be root; a key dir without keys is fine."""
     env.daemon.stop()
