@@ -407,6 +407,62 @@ static int read_ssh_keys(struct up_session_extra *x, json_t *warnings, char *why
 	return r;
 }
 
+/*
+ * --ssh-key-dir mounts the public files one by one at <home>/.ssh/<name> (manifests.c
+ * agent_ssh). Home itself is never the working folder, but --mount-ro of home, or any mount (or
+ * the working folder) of ~/.ssh, puts ~/.ssh inside a hostPath: the container runtime would then
+ * create those mount points in the host's own ~/.ssh, the agent image's entrypoint would chmod
+ * it, and the agent would see whatever private keys live there. A mount onto one of those files
+ * would clash with uplink's. Both are refused.
+ */
+static int ssh_clash(const char *what, const char *path, const char *home, const char *real_home,
+		     const struct up_ssh_keys *k, char *why, size_t len)
+{
+	const char *homes[] = { home, real_home };
+	char dot_ssh[PATH_MAX + 8], file[2 * PATH_MAX];
+
+	for (size_t h = 0; h < ELEMENTSOF(homes); h++) {
+		if (!homes[h][0])
+			continue;
+		(void)snprintf(dot_ssh, sizeof(dot_ssh), "%s/.ssh", homes[h]);
+		if (under(dot_ssh, path))
+			return snprintf(why, len, "--ssh-key-dir cannot be used with %s %s: it holds %s, "
+					"where the public keys are mounted file by file, and the container "
+					"runtime would create them in your own ~/.ssh (and show the agent "
+					"any private key in it); mount a folder that does not hold ~/.ssh",
+					what, path, dot_ssh), -EINVAL;
+		for (size_t i = 0; i < k->n_pub; i++) {
+			(void)snprintf(file, sizeof(file), "%s/%s", dot_ssh, k->pub[i].name);
+			if (under(path, file))
+				return snprintf(why, len, "--ssh-key-dir cannot be used with %s %s: "
+						"uplink mounts %s from the key folder there", what, path,
+						k->pub[i].name), -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_ssh_home(struct up_session_extra *x, const char *cwd, const char *home, char *why,
+			  size_t len)
+{
+	char real_home[PATH_MAX] = "";
+	json_t *m;
+	size_t i;
+	int r;
+
+	if (x->out.ssh.n_keys == 0)
+		return 0; /* nothing of the folder is mounted */
+	if (!realpath(home, real_home))
+		real_home[0] = '\0';
+	if ((r = ssh_clash("the working folder", cwd, home, real_home, &x->out.ssh, why, len)) < 0)
+		return r;
+	json_array_foreach(x->out.mounts, i, m)
+		if ((r = ssh_clash("a mount of", json_string_value(json_object_get(m, "path")), home,
+				   real_home, &x->out.ssh, why, len)) < 0)
+			return r;
+	return 0;
+}
+
 int session_mounts_prepare(struct up_session *s)
 {
 	struct up_session_extra *x = s->o.extra;
@@ -422,6 +478,8 @@ int session_mounts_prepare(struct up_session *s)
 		r = read_kube(s, why, sizeof(why)); /* after the CA files: its CAs go after theirs */
 	if (r >= 0)
 		r = read_ssh_keys(x, s->warnings, why, sizeof(why));
+	if (r >= 0)
+		r = check_ssh_home(x, s->o.cwd, s->o.home, why, sizeof(why));
 	if (r >= 0)
 		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig, s->warnings);
 	if (r < 0) {

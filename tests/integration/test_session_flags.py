@@ -417,6 +417,51 @@ def test_ssh_public_half_is_derived_from_the_bytes_read(env):
     assert secret(by, "ssh-pub", "id_ed25519.pub") == derived_pub(k / "id_ed25519")
 
 
+@pytest.mark.parametrize("args,cwd,held", [
+    (["--mount-ro", "H"], None, True),
+    (["--mount-ro", "H/.ssh"], None, True),
+    (["--mount-rw", "H/.ssh"], None, True),
+    (["--add-dir", "H/.ssh"], None, True),
+    ([], "H/.ssh", True),
+    (["--mount-ro", "H/.ssh/config"], None, False),
+])
+def test_ssh_key_dir_refuses_a_host_path_holding_dot_ssh(env, args, cwd, held):
+    """The public files are mounted at ~/.ssh/<name>: never inside a hostPath (the runtime would
+    create them in the host's ~/.ssh), never onto a file the user mounts there."""
+    h = str(env.home)
+    dot_ssh = env.home / ".ssh"
+    dot_ssh.mkdir()
+    (dot_ssh / "config").write_text("Host *\n")
+    (dot_ssh / "known_hosts").write_text("h ssh-ed25519 AAAA\n")
+    args = [a.replace("H", h, 1) if a.startswith("H") else a for a in args]
+    where = cwd.replace("H", h, 1) if cwd else None
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--ssh-key-dir", f"{h}/keys", *args,
+                cwd=where)
+    assert r.returncode != 0 and r.stdout == "", r.stdout
+    what = "the working folder" if cwd else "a mount of"
+    path = where or args[-1]
+    if held:
+        want = (f"--ssh-key-dir cannot be used with {what} {path}: it holds {h}/.ssh, where the public keys "
+                "are mounted file by file, and the container runtime would create them in your own ~/.ssh "
+                "(and show the agent any private key in it); mount a folder that does not hold ~/.ssh")
+    else:
+        want = f"--ssh-key-dir cannot be used with {what} {path}: uplink mounts config from the key folder there"
+    assert want in r.stderr, r.stderr
+    # without keys nothing is mounted in ~/.ssh, and the same session is fine
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--ssh-key-dir", f"{h}/keys-none", *args,
+                cwd=where)
+    assert r.returncode == 0, r.stderr
+
+
+def test_ssh_key_dir_allows_a_mount_beside_its_files(env):
+    dot_ssh = env.home / ".ssh"
+    dot_ssh.mkdir()
+    (dot_ssh / "known_hosts").write_text("h ssh-ed25519 AAAA\n")
+    by, _, r = dry(env, "--ssh-key-dir", str(env.home / "keys"), "--mount-ro", str(dot_ssh / "known_hosts"))
+    assert r.returncode == 0, r.stderr
+    assert agent_mounts(by) == {"mount-0": (str(dot_ssh / "known_hosts"), "File", str(dot_ssh / "known_hosts"), True)}
+
+
 def test_ssh_key_dir_refused_as_root(env):
     """The holder runs as the host uid and must not be root; a key dir without keys is fine."""
     env.daemon.stop()
