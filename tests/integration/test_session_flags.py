@@ -567,11 +567,16 @@ def secret_as_volume(secret, folder):
         (folder / name).chmod(0o644)
 
 
+def need(*programs):
+    """Skip, saying what to install, when the holder's tools are not on this machine."""
+    missing = [p for p in programs if not shutil.which(p)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not found: apt-get install socat openssh-client "
+                    "(.ci/run installs them)")
+
+
 def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
-    if not shutil.which("socat"):
-        subprocess.run(["apt-get", "install", "-y", "-q", "socat"], capture_output=True, timeout=300)
-    if not (shutil.which("socat") and shutil.which("ssh-agent") and shutil.which("ssh-add")):
-        pytest.skip("socat, ssh-agent or ssh-add is missing and could not be installed")
+    need("socat", "ssh-agent", "ssh-add", "ssh-keygen")
     k = env.home / "keys"
     by, _, r = dry(env, "--ssh-key-dir", str(k))
     holder_cmd = pod_spec(by, "ssh-agent")["containers"][0]["command"]
@@ -648,8 +653,7 @@ def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
 
 
 def test_holder_script_fails_without_a_loadable_key(env, tmp_path):
-    if not (shutil.which("socat") and shutil.which("ssh-agent")):
-        pytest.skip("socat or ssh-agent is missing")
+    need("socat", "ssh-agent", "ssh-add")
     by, _, _ = dry(env, "--ssh-key-dir", str(env.home / "keys"))
     script = pod_spec(by, "ssh-agent")["containers"][0]["command"]
     keys = tmp_path / "keys"
