@@ -21,9 +21,9 @@ enum up_ssh_class {
 };
 
 /*
- * What a regular file of the folder is, by its name and content. Other *.pub files stay home
- * unread; for everything else the content is looked at first, so a private key never reaches
- * the agent's ~/.ssh under the name of a certificate or of the config.
+ * What a regular file of the folder is, by its name and content. Other *.pub files stay home,
+ * whatever they hold; for everything else the content is looked at first, so a private key
+ * never reaches the agent's ~/.ssh under the name of a certificate or of the config.
  */
 enum up_ssh_class up_ssh_classify(const char *name, const char *data, size_t len);
 
