@@ -442,10 +442,26 @@ static int ssh_clash(const char *what, const char *path, const char *home, const
 	return 0;
 }
 
+/* The key folder seen through the working folder or a mount: its private keys would be in the
+ * agent pod after all. Refused whichever holds the other. */
+static int ssh_keys_seen(const char *what, const char *path, const char *dir, const char *real_dir,
+			 char *why, size_t len)
+{
+	const char *dirs[] = { dir, real_dir };
+
+	for (size_t d = 0; d < ELEMENTSOF(dirs); d++)
+		if (dirs[d][0] && (under(dirs[d], path) || under(path, dirs[d])))
+			return snprintf(why, len, "--ssh-key-dir %s is seen through %s %s: its private keys "
+					"would reach the agent pod there, which the ssh-agent holder exists to "
+					"prevent; keep the key folder outside the working folder and the mounts",
+					dir, what, path), -EINVAL;
+	return 0;
+}
+
 static int check_ssh_home(struct up_session_extra *x, const char *cwd, const char *home, char *why,
 			  size_t len)
 {
-	char real_home[PATH_MAX] = "";
+	char real_home[PATH_MAX] = "", real_dir[PATH_MAX] = "";
 	json_t *m;
 	size_t i;
 	int r;
@@ -454,12 +470,17 @@ static int check_ssh_home(struct up_session_extra *x, const char *cwd, const cha
 		return 0; /* nothing of the folder is mounted */
 	if (!realpath(home, real_home))
 		real_home[0] = '\0';
-	if ((r = ssh_clash("the working folder", cwd, home, real_home, &x->out.ssh, why, len)) < 0)
+	if (!realpath(x->ssh_key_dir, real_dir))
+		real_dir[0] = '\0';
+	if ((r = ssh_clash("the working folder", cwd, home, real_home, &x->out.ssh, why, len)) < 0 ||
+	    (r = ssh_keys_seen("the working folder", cwd, x->ssh_key_dir, real_dir, why, len)) < 0)
 		return r;
-	json_array_foreach(x->out.mounts, i, m)
-		if ((r = ssh_clash("a mount of", json_string_value(json_object_get(m, "path")), home,
-				   real_home, &x->out.ssh, why, len)) < 0)
+	json_array_foreach(x->out.mounts, i, m) {
+		const char *path = json_string_value(json_object_get(m, "path"));
+		if ((r = ssh_clash("a mount of", path, home, real_home, &x->out.ssh, why, len)) < 0 ||
+		    (r = ssh_keys_seen("a mount of", path, x->ssh_key_dir, real_dir, why, len)) < 0)
 			return r;
+	}
 	return 0;
 }
 

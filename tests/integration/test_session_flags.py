@@ -456,6 +456,25 @@ def test_ssh_key_dir_refuses_a_host_path_holding_dot_ssh(env, args, cwd, held):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.parametrize("where", ["in-project", "mount-dir", "mount-key", "mount-parent"])
+def test_ssh_key_dir_seen_through_a_mount_or_the_working_folder_is_refused(env, where):
+    """The keys stay with the holder: not when the agent sees the key folder anyway."""
+    h = env.home
+    if where == "in-project":
+        keys = env.project / "keys"
+        shutil.copytree(h / "keys", keys)
+        args, path, what = [], str(env.project), "the working folder"
+    else:
+        keys = h / "vault" / "keys"
+        shutil.copytree(h / "keys", keys)
+        path = {"mount-dir": keys, "mount-key": keys / "id_ed25519", "mount-parent": h / "vault"}[where]
+        args, what = ["--mount-ro", str(path)], "a mount of"
+    r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--ssh-key-dir", str(keys), *args)
+    assert r.returncode != 0 and r.stdout == ""
+    assert (f"--ssh-key-dir {keys} is seen through {what} {path}: its private keys would reach the agent "
+            "pod there") in r.stderr, r.stderr
+
+
 def test_ssh_key_dir_allows_a_mount_beside_its_files(env):
     dot_ssh = env.home / ".ssh"
     dot_ssh.mkdir()
