@@ -39,13 +39,7 @@ def cenv(tmpdir_short, fakekube, registry):  # noqa: F811
     make_foreign(fakekube, NEW)
     make_foreign(fakekube, SYSTEM)
     e = Env(tmpdir_short, fakekube, registry)
-    e.daemon.start()
-    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-             what="the deploy cluster to sync")
-    yield e
-    rc = e.daemon.stop()
-    e.daemon.close()
-    assert rc == 0, e.daemon.logs()[-3000:]
+    yield from e.running()
 
 
 def clean(env, *args, input=None):

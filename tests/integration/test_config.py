@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from test_session import Env, registry  # noqa: F401
-from uplinktest import uplink_bin, wait_for
+from uplinktest import uplink_bin
 
 
 @pytest.fixture
@@ -18,13 +18,7 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     e.xdg = tmpdir_short / "xdg"
     (e.xdg / "uplink").mkdir(parents=True)
     e.daemon.env["XDG_CONFIG_HOME"] = str(e.xdg)
-    e.daemon.start()
-    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-             what="the deploy cluster to sync")
-    yield e
-    rc = e.daemon.stop()
-    e.daemon.close()
-    assert rc == 0, e.daemon.logs()[-3000:]
+    yield from e.running()
 
 
 def config_show(env, *args, cwd=None, check=0):

@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from test_session import Env, registry  # noqa: F401  (the fixture)
-from uplinktest import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
 from addon_support import free_port, send  # noqa: E402
@@ -31,13 +30,7 @@ PLACEHOLDER = "uplink-placeholder"
 @pytest.fixture
 def env(tmpdir_short, fakekube, registry):  # noqa: F811
     e = Env(tmpdir_short, fakekube, registry)
-    e.daemon.start()
-    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-             what="the deploy cluster to sync")
-    yield e
-    rc = e.daemon.stop()
-    e.daemon.close()
-    assert rc == 0, e.daemon.logs()[-3000:]
+    yield from e.running()
 
 
 def secrets_of(fk):

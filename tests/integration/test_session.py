@@ -83,6 +83,17 @@ class Env:
             assert r.returncode == check, (r.returncode, r.stdout, r.stderr, self.daemon.logs()[-3000:])
         return r
 
+    def running(self):
+        """Starts the daemon, waits for the deploy cluster, yields; then stops it cleanly (a
+        fixture's body: `yield from env.running()`)."""
+        self.daemon.start()
+        wait_for(lambda: self.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+                 what="the deploy cluster to sync")
+        yield self
+        rc = self.daemon.stop()
+        self.daemon.close()
+        assert rc == 0, self.daemon.logs()[-3000:]
+
     def docker_calls_list(self):
         return self.docker_calls.read_text().splitlines() if self.docker_calls.exists() else []
 
@@ -94,13 +105,7 @@ class Env:
 @pytest.fixture
 def env(tmpdir_short, fakekube, registry):
     e = Env(tmpdir_short, fakekube, registry)
-    e.daemon.start()
-    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-             what="the deploy cluster to sync")
-    yield e
-    rc = e.daemon.stop()
-    e.daemon.close()
-    assert rc == 0, e.daemon.logs()[-3000:]
+    yield from e.running()
 
 
 def run_detached(env, *extra):

@@ -39,13 +39,7 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
         "FAKE_AWS_CALLS": str(e.aws_calls), "FAKE_AWS_EXPIRES_IN": str(EXPIRES_IN),
         "FAKE_AWS_FAIL_FILE": str(e.aws_fail), "UPLINK_DEBUG_TIME_DIVISOR": "60",
         "UPLINK_NOTIFIER": "log"})
-    e.daemon.start()
-    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-             what="the deploy cluster to sync")
-    yield e
-    rc = e.daemon.stop()
-    e.daemon.close()
-    assert rc == 0, e.daemon.logs()[-3000:]
+    yield from e.running()
     assert "Handles were left open at exit" not in e.daemon.logs()  # the refresh timers closed
 
 

@@ -56,13 +56,7 @@ def env(tmpdir_short, fakekube, registry, ssh_dirs):  # noqa: F811
                          "FAKE_AWS_HANG": "hangs", "UPLINK_AWS_TIMEOUT_MS": "1000",
                          "UPLINK_SECRET_STORE": "file",
                          "UPLINK_SECRET_FILE": str(e.tmp / "keyring.json")})
-    e.daemon.start()
-    wait_for(lambda: e.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-             what="the deploy cluster to sync")
-    yield e
-    rc = e.daemon.stop()
-    e.daemon.close()
-    assert rc == 0, e.daemon.logs()[-3000:]
+    yield from e.running()
 
 
 def run_env(env):
