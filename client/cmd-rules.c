@@ -115,9 +115,14 @@ static void print_denied(const char *method, const json_t *res)
 	const char *host = json_string_value(json_object_get(res, "host"));
 	const char *path = json_string_value(json_object_get(res, "path"));
 
+	const char *reason = json_string_value(json_object_get(res, "reason"));
 	size_t base = strcspn(path, "?");
 
 	printf("deny   %s %s%s\n", method, host, path);
+	if (reason) { /* a rule takes it, but not in clear */
+		printf("  %s%s%s\n", reason, host, path);
+		return;
+	}
 	printf("  no rule allows it. To allow it, add to a rules file (--rules FILE):\n"
 	       "    rules:\n      - name: allow-");
 	for (const char *p = host; *p; p++)

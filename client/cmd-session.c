@@ -151,7 +151,7 @@ static void list_add(json_t *params, const char *param, json_t *v)
 static void kubeconfig_default(json_t *params)
 {
 	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
-	char buf[8192] = "", *save = NULL, *copy;
+	char buf[UP_MAX_KUBECONFIG_PATHS] = "", *save = NULL, *copy;
 	size_t used = 0;
 
 	if (!env || !*env) {
@@ -170,7 +170,11 @@ static void kubeconfig_default(json_t *params)
 		json_decref(abs);
 	}
 	free(copy);
-	if (used > 0 && used < sizeof(buf))
+	if (used >= sizeof(buf))
+		fprintf(stderr, "uplink run: warning: $KUBECONFIG names more than %d bytes of paths, so "
+			"--kube-context cannot use it; name the file with --kubeconfig\n",
+			UP_MAX_KUBECONFIG_PATHS);
+	else if (used > 0)
 		(void)json_object_set_new(params, "kubeconfig_default", json_string(buf));
 }
 

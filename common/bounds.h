@@ -176,8 +176,9 @@
 #define UP_MAX_GIT_REWRITES 64
 #define UP_MAX_MITM_CA_FILES 32
 #define UP_MAX_MITM_CA_FILE_SIZE (1024 * 1024)
-/* --kube-context: contexts exposed to one agent. */
+/* --kube-context: contexts exposed to one agent; the longest kubeconfig path list ($KUBECONFIG). */
 #define UP_MAX_KUBE_CONTEXTS 32
+#define UP_MAX_KUBECONFIG_PATHS 16384
 /* --ssh-key-dir: entries looked at, files taken (keys, certificates, config), the size of one
  * (a larger file is not a key and is ignored, unless it is the config or a certificate), and how
  * long `ssh-keygen -y` may take for one key. */

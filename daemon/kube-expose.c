@@ -101,13 +101,23 @@ char *up_pem_concat(const char *cert, size_t cert_len, const char *key, size_t k
 	return out;
 }
 
-bool up_kube_host_no_proxy(const char *host)
+bool up_kube_host_no_proxy(const char *host, const char *no_proxy)
 {
-	/* manifests/agent-pod.yaml: NO_PROXY=localhost,127.0.0.1,::1,.local */
 	size_t n = strlen(host);
 
-	return streq(host, "localhost") || streq(host, "127.0.0.1") || streq(host, "::1") ||
-	       (n >= 6 && streq(host + n - 6, ".local")) || streq(host, "local");
+	for (const char *p = no_proxy; p && *p; p += strspn(p, ", ")) {
+		size_t k = strcspn(p, ",");
+		const char *e = p;
+		while (k && e[k - 1] == ' ')
+			k--;
+		/* "name" is that host; ".local" (or "local") that domain and its hosts */
+		if ((k == n && !strncmp(host, e, k)) ||
+		    (e[0] == '.' && n >= k && !strncmp(host + n - k, e, k)) ||
+		    (e[0] == '.' && n == k - 1 && !strncmp(host, e + 1, n)))
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
 }
 
 /* A token as the user file or tokenFile gives it; trailing white space trimmed (0.4.1). */

@@ -97,4 +97,4 @@ json_t *up_kube_expose_kubeconfig(const struct up_kube_exposed *k, const char *s
 int up_kube_expose_ca_bundle(const struct up_kube_exposed *k, char **bundle) _wur_;
 
 /* Whether the agent's NO_PROXY (manifests/agent-pod.yaml) covers `host`. */
-bool up_kube_host_no_proxy(const char *host);
+bool up_kube_host_no_proxy(const char *host, const char *no_proxy);

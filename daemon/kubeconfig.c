@@ -461,56 +461,46 @@ static int resolve(struct kc_set *s, const char *context, struct up_kube_context
 	return 0;
 }
 
-int up_kubeconfig_load(const char *paths, const char *context, struct up_kube_context **ret,
-		       char *err, size_t err_len)
+/* Files (`paths`) or a text (`text`, `len`): the context, read strictly or, with inspect, as
+ * --kube-context reads it (refusals left to the caller, in its own order). */
+static int load_context(const char *paths, const char *text, size_t len, bool inspect,
+			const char *context, struct up_kube_context **ret, char *err, size_t err_len)
 {
-	struct kc_set s = { .err = err, .err_len = err_len };
-	int r = load_set(&s, paths);
+	struct kc_set s = { .err = err, .err_len = err_len, .inspect = inspect };
+	int r = inspect && !(context && *context) ? -EINVAL
+		: text				  ? load_text(&s, "(text)", text, len)
+						  : load_set(&s, paths);
 
+	if (r >= 0 && text && s.n == 0)
+		r = failf(&s, "the kubeconfig is empty");
 	if (r >= 0)
 		r = resolve(&s, context, ret);
 	set_done(&s);
 	return r;
+}
+
+int up_kubeconfig_load(const char *paths, const char *context, struct up_kube_context **ret,
+		       char *err, size_t err_len)
+{
+	return load_context(paths, NULL, 0, false, context, ret, err, err_len);
 }
 
 int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
 			    struct up_kube_context **ret, char *err, size_t err_len)
 {
-	struct kc_set s = { .err = err, .err_len = err_len };
-	int r = load_text(&s, "(text)", text, len);
-
-	if (r >= 0 && s.n == 0)
-		r = failf(&s, "the kubeconfig is empty");
-	if (r >= 0)
-		r = resolve(&s, context, ret);
-	set_done(&s);
-	return r;
+	return load_context(NULL, text, len, false, context, ret, err, err_len);
 }
 
 int up_kubeconfig_inspect(const char *paths, const char *context, struct up_kube_context **ret,
 			  char *err, size_t err_len)
 {
-	struct kc_set s = { .err = err, .err_len = err_len, .inspect = true };
-	int r = context && *context ? load_set(&s, paths) : -EINVAL;
-
-	if (r >= 0)
-		r = resolve(&s, context, ret);
-	set_done(&s);
-	return r;
+	return load_context(paths, NULL, 0, true, context, ret, err, err_len);
 }
 
 int up_kubeconfig_inspect_text(const char *text, size_t len, const char *context,
 			       struct up_kube_context **ret, char *err, size_t err_len)
 {
-	struct kc_set s = { .err = err, .err_len = err_len, .inspect = true };
-	int r = context && *context ? load_text(&s, "(text)", text, len) : -EINVAL;
-
-	if (r >= 0 && s.n == 0)
-		r = failf(&s, "the kubeconfig is empty");
-	if (r >= 0)
-		r = resolve(&s, context, ret);
-	set_done(&s);
-	return r;
+	return load_context(NULL, text, len, true, context, ret, err, err_len);
 }
 
 int up_kubeconfig_contexts(const char *paths, json_t **names, char **current, char *err,

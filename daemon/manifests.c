@@ -210,6 +210,19 @@ const char *up_manifests_addon(const struct up_manifests *m)
 	return m->addon;
 }
 
+const char *up_manifests_agent_no_proxy(const struct up_manifests *m)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(dig(m->tpl[TPL_AGENT_POD], "spec.containers.0.env"), i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		if (name && streq(name, "NO_PROXY"))
+			return json_string_value(json_object_get(e, "value"));
+	}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- building blocks */
 
 static json_t *b64(const void *data, size_t len)

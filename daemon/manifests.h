@@ -49,6 +49,8 @@ void up_manifests_freep(struct up_manifests **m);
 
 /* The addon source read at load time (manifests/mitm/filter.py). */
 const char *up_manifests_addon(const struct up_manifests *m);
+/* The agent container's NO_PROXY (manifests/agent-pod.yaml), or NULL. */
+const char *up_manifests_agent_no_proxy(const struct up_manifests *m);
 
 /*
  * Renders a session: `*objects` becomes a new array, in apply order: the Namespace first,

@@ -207,6 +207,11 @@ static json_t *check_result(struct rules_call *c)
 	if (res && d == UP_DECISION_DENY)
 		(void)json_object_set_new(res, "stage", json_string(
 			c->https && !up_ruleset_match_connect(c->rs, c->host) ? "connect" : "request"));
+	if (res && d == UP_DECISION_DENY && !c->https && (r = up_ruleset_match(c->rs, c->method, c->host,
+									     c->path)))
+		(void)json_object_set_new(res, "reason", json_sprintf(
+			"rule '%s' injects credentials, which uplink sends only over HTTPS; use https://",
+			r->name));
 	return res;
 }
 

@@ -128,7 +128,7 @@ static int check_paths(const struct start_params *p, char *why, size_t len)
 /* "/a:/b/c": every element absolute, none empty (the daemon's cwd is not the client's). */
 static bool abs_list(const char *s)
 {
-	if (!*s || strlen(s) >= 4096)
+	if (!*s || strlen(s) >= UP_MAX_KUBECONFIG_PATHS)
 		return false;
 	for (const char *p = s; p; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL)
 		if (*p != '/')
@@ -182,9 +182,10 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 		return r;
 	if ((p->kubeconfig && *p->kubeconfig && !abs_list(p->kubeconfig)) ||
 	    (p->kubeconfig_default && *p->kubeconfig_default && !abs_list(p->kubeconfig_default)))
-		return snprintf(why, len, "--kubeconfig: '%s' is not an absolute path (or a colon "
-				"list of them, as $KUBECONFIG)", p->kubeconfig && *p->kubeconfig ?
-				p->kubeconfig : p->kubeconfig_default), -EINVAL;
+		return snprintf(why, len, "--kubeconfig: '%.300s' is not an absolute path (or a colon "
+				"list of them, as $KUBECONFIG, shorter than %d bytes)", p->kubeconfig &&
+				*p->kubeconfig ? p->kubeconfig : p->kubeconfig_default,
+				UP_MAX_KUBECONFIG_PATHS), -EINVAL;
 	/* The folder itself is read on the threadpool (daemon/ssh-keys.c). */
 	if (p->ssh_key_dir && *p->ssh_key_dir && (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
 		return snprintf(why, len, "--ssh-key-dir: '%s' is not an absolute path", p->ssh_key_dir),

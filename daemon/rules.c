@@ -490,5 +490,7 @@ enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *me
 		}
 	}
 	*rule = up_ruleset_match(rs, method, h, path);
+	if (*rule && !https && (*rule)->n_headers)
+		*rule = NULL; /* a credential never goes out in clear: the addon denies it too */
 	return *rule ? UP_DECISION_ALLOW : UP_DECISION_DENY;
 }

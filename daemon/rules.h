@@ -138,6 +138,8 @@ enum up_decision {
  * The whole decision the proxy makes for one request: for https (a CONNECT first)
  * the connect check, then the request check. *rule is the deciding rule or NULL.
  */
+/* (A plain-http request that an injecting rule would take is denied: the addon never sends a
+ * credential in clear.) */
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
 				     const char *host, const char *path, const struct up_rule **rule);
 

@@ -74,7 +74,9 @@ int session_aws_prepare(struct up_session *s)
 				      sizeof(why));
 	if (r < 0) {
 		s->prep_e = r == -ENOMEM ? UP_ERR_INTERNAL_ERROR : UP_ERR_PREREQ_MISSING;
-		s->prep_error = strdup(why[0] ? why : strerror(-r));
+		if (!why[0])
+			(void)snprintf(why, sizeof(why), "cannot prepare the AWS profiles: %s", strerror(-r));
+		s->prep_error = strdup(why);
 	}
 	return r;
 }

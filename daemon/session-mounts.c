@@ -16,6 +16,7 @@
 #include "bounds.h"
 #include "fileio.h"
 #include "kube-expose.h"
+#include "manifests.h"
 #include "rules.h"
 #include "session-git.h"
 #include "session-private.h"
@@ -374,13 +375,13 @@ static int read_kube(struct up_session *s, char *why, size_t len)
 	if ((r = up_kube_expose_ca_bundle(x->kube, &x->out.mitm_ca_pem)) < 0 ||
 	    (r = up_kube_expose_rules(x->kube, s->rs)) < 0)
 		return r;
+	const char *no_proxy = s->all->tpl ? up_manifests_agent_no_proxy(s->all->tpl) : NULL;
 	for (size_t i = 0; i < x->kube->n; i++)
-		if (up_kube_host_no_proxy(x->kube->ctx[i].host)) {
+		if (up_kube_host_no_proxy(x->kube->ctx[i].host, no_proxy)) {
 			if (json_array_append_new(s->warnings, json_sprintf(
 				    "--kube-context %s: the API server %s is in the agent's NO_PROXY "
-				    "(localhost, 127.0.0.1, ::1, .local), so the agent's kubectl goes "
-				    "around the proxy and reaches nothing", x->kube->ctx[i].name,
-				    x->kube->ctx[i].host)) < 0)
+				    "(%s), so the agent's kubectl goes around the proxy and reaches "
+				    "nothing", x->kube->ctx[i].name, x->kube->ctx[i].host, no_proxy)) < 0)
 				return -ENOMEM;
 			break;
 		}
@@ -505,7 +506,10 @@ int session_mounts_prepare(struct up_session *s)
 		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig, s->warnings);
 	if (r < 0) {
 		s->prep_e = r == -EINVAL ? UP_ERR_INVALID_PARAMS : UP_ERR_INTERNAL_ERROR;
-		s->prep_error = strdup(why[0] ? why : strerror(-r));
+		if (!why[0])
+			(void)snprintf(why, sizeof(why), "cannot prepare the session's mounts, keys and "
+				       "credentials: %s", strerror(-r));
+		s->prep_error = strdup(why);
 	}
 	return r;
 }

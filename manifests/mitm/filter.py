@@ -331,8 +331,8 @@ class RuleSet:
             if first.l4:
                 return Verdict("l4", first, "connect")
         rule = self.match_request(method, host, path)
-        if rule is None:
-            return Verdict("deny", None, "request")
+        if rule is None or (scheme != "https" and rule.headers):
+            return Verdict("deny", None, "request")  # no credential goes out in clear
         return Verdict("allow", rule, "request")
 
 

@@ -296,11 +296,18 @@ static void test_ca_bundle_appends(void **state)
 static void test_no_proxy(void **state)
 {
 	(void)state;
-	assert_true(up_kube_host_no_proxy("127.0.0.1"));
-	assert_true(up_kube_host_no_proxy("k3s.local"));
-	assert_true(up_kube_host_no_proxy("localhost"));
-	assert_false(up_kube_host_no_proxy("api.example.com"));
-	assert_false(up_kube_host_no_proxy("10.0.0.1"));
+	static const char list[] = "localhost,127.0.0.1, ::1,.local";
+
+	assert_true(up_kube_host_no_proxy("127.0.0.1", list));
+	assert_true(up_kube_host_no_proxy("::1", list));
+	assert_true(up_kube_host_no_proxy("k3s.local", list));
+	assert_true(up_kube_host_no_proxy("local", list));
+	assert_true(up_kube_host_no_proxy("localhost", list));
+	assert_false(up_kube_host_no_proxy("api.example.com", list));
+	assert_false(up_kube_host_no_proxy("10.0.0.1", list));
+	assert_false(up_kube_host_no_proxy("127.0.0.10", list));
+	assert_false(up_kube_host_no_proxy("notlocal", list));
+	assert_false(up_kube_host_no_proxy("127.0.0.1", NULL));
 }
 
 int main(void)

@@ -251,3 +251,14 @@ def test_render_is_what_the_addon_reads(rules_daemon, keyring, rules_file):
     assert v.rule.headers == (("PRIVATE-TOKEN", "uplink-sentinel-gitlab"),)
     assert rs.evaluate("GET", "https", "db.staging.example.com", "/").decision == "l4"
     assert rs.evaluate("POST", "https", "evil.example", "/").decision == "deny"
+
+
+def test_check_denies_a_credential_over_plain_http(rules_daemon, rules_file):
+    f = rules_file("rules:\n  - name: api\n    hosts: ['api\\.example\\.com']\n"
+                   "    inject:\n      headers:\n        X-Key: plain-value\n")
+    r = rules_daemon.client("rules", "check", "--rules", str(f), "GET", "http://api.example.com/v1")
+    assert r.returncode == 1, r.stdout
+    assert r.stdout == ("deny   GET api.example.com/v1\n  rule 'api' injects credentials, which uplink "
+                        "sends only over HTTPS; use https://api.example.com/v1\n")
+    r = rules_daemon.client("rules", "check", "--rules", str(f), "GET", "https://api.example.com/v1")
+    assert r.returncode == 0 and r.stdout.startswith("allow  GET api.example.com/v1\n")
