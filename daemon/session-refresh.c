@@ -197,7 +197,7 @@ static void failed(struct session_refresh *rf, enum cred k, const char *why)
 		    (unsigned long long)ms);
 	if (rf->c[k].expires_ms && now_ms(rf) >= rf->c[k].expires_ms && !rf->c[k].notified) {
 		rf->c[k].notified = true;
-		up_notify_credential_failed(up_manager_notifier(s->all->m), s->o.agent, s->id, why);
+		up_notify_credential_failed(session_notifier(s), s->o.agent, s->id, why);
 	}
 	rf->c[k].due_ms = now_ms(rf) + ms;
 }
