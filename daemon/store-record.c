@@ -55,6 +55,8 @@ static const char *type_name(json_type t)
 	return t == JSON_STRING ? "a string" : "an integer";
 }
 
+static int check_renewal(const json_t *rec, char *err, size_t err_len);
+
 static int check_fields(const json_t *rec, char *err, size_t err_len)
 {
 	for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
@@ -118,7 +120,7 @@ int up_record_check(const json_t *rec, const char *file_id, char *err, size_t er
 		(void)snprintf(err, err_len,
 			       "its exit_code %" JSON_INTEGER_FORMAT " is out of range", code);
 	else
-		return 0;
+		return check_renewal(rec, err, err_len);
 	return -EINVAL;
 }
 
@@ -249,4 +251,85 @@ int up_record_set_expires_at(json_t *rec, int64_t expires_at, int64_t now)
 	int r = set_int(rec, "expires_at", expires_at);
 
 	return r < 0 ? r : set_int(rec, "updated_at", now);
+}
+
+/* ---- what an adopting daemon needs to go on renewing credentials ---- */
+
+static const char *const renewal_ints[] = { "aws_expires_at", "login_expires_at", "exec_refresh_s" };
+
+static int check_renewal(const json_t *rec, char *err, size_t err_len)
+{
+	json_t *p = json_object_get(rec, "aws_profiles"), *v;
+	size_t i;
+
+	if (p && (!json_is_array(p) || json_array_size(p) > UP_MAX_AWS_PROFILES)) {
+		(void)snprintf(err, err_len, "its 'aws_profiles' is not an array of at most %d names",
+			       UP_MAX_AWS_PROFILES);
+		return -EINVAL;
+	}
+	json_array_foreach(p, i, v)
+		if (!json_is_string(v) || !*json_string_value(v)) {
+			(void)snprintf(err, err_len, "its 'aws_profiles' holds something not a name");
+			return -EINVAL;
+		}
+	for (i = 0; i < ELEMENTSOF(renewal_ints); i++) {
+		v = json_object_get(rec, renewal_ints[i]);
+		if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+			(void)snprintf(err, err_len, "its '%s' is not a non-negative integer",
+				       renewal_ints[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int up_record_set_renewal(json_t *rec, const json_t *aws_profiles, int64_t aws_expires_at,
+			  int64_t login_expires_at, uint64_t exec_refresh_s)
+{
+	json_t *p = aws_profiles ? json_deep_copy(aws_profiles) : json_array();
+
+	if (!p || json_object_set_new(rec, "aws_profiles", p) < 0)
+		return -ENOMEM;
+	if (set_int(rec, "aws_expires_at", aws_expires_at > 0 ? aws_expires_at : 0) < 0 ||
+	    set_int(rec, "login_expires_at", login_expires_at > 0 ? login_expires_at : 0) < 0 ||
+	    set_int(rec, "exec_refresh_s", exec_refresh_s <= INT64_MAX ? (int64_t)exec_refresh_s : 0) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int up_record_set_aws_expires_at(json_t *rec, int64_t expires_at)
+{
+	return set_int(rec, "aws_expires_at", expires_at > 0 ? expires_at : 0);
+}
+
+int up_record_set_login_expires_at(json_t *rec, int64_t expires_at)
+{
+	return set_int(rec, "login_expires_at", expires_at > 0 ? expires_at : 0);
+}
+
+const json_t *up_record_aws_profiles(const json_t *rec)
+{
+	json_t *p = json_object_get(rec, "aws_profiles");
+
+	return json_array_size(p) ? p : NULL;
+}
+
+bool up_record_has_renewal(const json_t *rec)
+{
+	return json_object_get(rec, "login_expires_at") != NULL;
+}
+
+int64_t up_record_aws_expires_at(const json_t *rec)
+{
+	return get_int(rec, "aws_expires_at");
+}
+
+int64_t up_record_login_expires_at(const json_t *rec)
+{
+	return get_int(rec, "login_expires_at");
+}
+
+uint64_t up_record_exec_refresh_s(const json_t *rec)
+{
+	return (uint64_t)get_int(rec, "exec_refresh_s");
 }

@@ -99,6 +99,28 @@ int up_record_set_expires_at(json_t *rec, int64_t expires_at, int64_t now) _wur_
 int up_record_set_quiet(json_t *rec, bool quiet) _wur_;
 
 /*
+ * Optional keys for a daemon that adopts the running session after a restart, so that it
+ * goes on renewing its credentials (daemon/session-refresh.c); records written before them
+ * lack them. None holds a secret:
+ *   aws_profiles     [string]  the AWS profiles whose exports the mitm holds
+ *   aws_expires_at   integer   when the exported AWS credentials expire; 0 none
+ *   login_expires_at integer   when the agent's login token in the rules expires; 0 none
+ *   exec_refresh_s   integer   the shortest `refresh:` of the rules' exec values; 0 none
+ * up_record_check() refuses them only when present and of the wrong type.
+ */
+int up_record_set_renewal(json_t *rec, const json_t *aws_profiles, int64_t aws_expires_at,
+			  int64_t login_expires_at, uint64_t exec_refresh_s) _wur_;
+int up_record_set_aws_expires_at(json_t *rec, int64_t expires_at) _wur_;
+int up_record_set_login_expires_at(json_t *rec, int64_t expires_at) _wur_;
+/* Whether the record has the keys (written by a daemon that knows them). */
+bool up_record_has_renewal(const json_t *rec);
+/* NULL when absent or empty; borrowed. */
+const json_t *up_record_aws_profiles(const json_t *rec);
+int64_t up_record_aws_expires_at(const json_t *rec);
+int64_t up_record_login_expires_at(const json_t *rec);
+uint64_t up_record_exec_refresh_s(const json_t *rec);
+
+/*
  * Writes the record atomically: a temp file in the sessions folder, write, fsync,
  * rename over <id>.json, fsync of the folder. A record that fails up_record_check()
  * or is larger than UP_MAX_RECORD_SIZE is refused (-EINVAL, -EFBIG) and nothing is

@@ -222,6 +222,13 @@ static const struct {
 	{ "idle_timeout", "-1", "its idle_timeout is negative" },
 	{ "exit_code", "4294967296", "its exit_code 4294967296 is out of range" },
 	{ "mode", "null", "its 'mode' is not a string" },
+	/* The optional keys of a running session's renewals: checked only when present. */
+	{ "aws_profiles", "\"dev\"", "its 'aws_profiles' is not an array of at most 32 names" },
+	{ "aws_profiles", "[\"dev\", \"\"]", "its 'aws_profiles' holds something not a name" },
+	{ "aws_profiles", "[3]", "its 'aws_profiles' holds something not a name" },
+	{ "aws_expires_at", "-5", "its 'aws_expires_at' is not a non-negative integer" },
+	{ "login_expires_at", "\"soon\"", "its 'login_expires_at' is not a non-negative integer" },
+	{ "exec_refresh_s", "1.5", "its 'exec_refresh_s' is not a non-negative integer" },
 };
 
 static json_t *broken_record(size_t i)
@@ -261,6 +268,62 @@ static void test_record_check(void **state)
 	assert_int_equal(up_record_check(rec, NULL, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "it is not a JSON object");
 	json_decref(rec);
+}
+
+/* What an adopting daemon needs to go on renewing: set, read back, saved and loaded; a
+ * record without the keys (written before them) still loads and reads as "none". */
+static void test_record_renewal(void **state)
+{
+	struct fixture *f = *state;
+	json_t *a = record(ID), *old = record(ID2), *profiles = json_pack("[s, s]", "dev", "prod");
+	json_t *records, *problems, *got;
+	char err[256];
+
+	assert_false(up_record_has_renewal(old));
+	assert_null(up_record_aws_profiles(old));
+	assert_int_equal(up_record_aws_expires_at(old), 0);
+	assert_int_equal(up_record_login_expires_at(old), 0);
+	assert_int_equal(up_record_exec_refresh_s(old), 0);
+	assert_int_equal(up_record_check(old, ID2, err, sizeof(err)), 0);
+
+	assert_int_equal(up_record_set_renewal(a, profiles, NOW + 3600, NOW + 28800, 120), 0);
+	json_decref(profiles);
+	assert_int_equal(up_record_check(a, ID, err, sizeof(err)), 0);
+	assert_true(up_record_has_renewal(a));
+	assert_int_equal(json_array_size(up_record_aws_profiles(a)), 2);
+	assert_string_equal(json_string_value(json_array_get(up_record_aws_profiles(a), 1)), "prod");
+	assert_int_equal(up_record_aws_expires_at(a), NOW + 3600);
+	assert_int_equal(up_record_login_expires_at(a), NOW + 28800);
+	assert_int_equal(up_record_exec_refresh_s(a), 120);
+	/* Each renewal moves its expiry; a negative one reads as none. */
+	assert_int_equal(up_record_set_aws_expires_at(a, NOW + 7200), 0);
+	assert_int_equal(up_record_set_login_expires_at(a, -1), 0);
+	assert_int_equal(up_record_aws_expires_at(a), NOW + 7200);
+	assert_int_equal(up_record_login_expires_at(a), 0);
+	/* No profiles: an empty array, read as none. */
+	assert_int_equal(up_record_set_renewal(old, NULL, 0, 0, 0), 0);
+	assert_null(up_record_aws_profiles(old));
+	assert_int_equal(json_object_del(old, "aws_profiles"), 0);
+	assert_int_equal(json_object_del(old, "aws_expires_at"), 0);
+	assert_int_equal(json_object_del(old, "login_expires_at"), 0);
+	assert_int_equal(json_object_del(old, "exec_refresh_s"), 0);
+
+	save(f, a);
+	save(f, old);
+	load(f, &records, &problems);
+	assert_int_equal(json_array_size(problems), 0);
+	assert_int_equal(json_object_size(records), 2);
+	got = json_object_get(records, ID);
+	assert_true(json_equal(got, a));
+	assert_int_equal(up_record_aws_expires_at(got), NOW + 7200);
+	assert_string_equal(json_string_value(json_array_get(up_record_aws_profiles(got), 0)), "dev");
+	got = json_object_get(records, ID2);
+	assert_true(json_equal(got, old));
+	assert_false(up_record_has_renewal(got));
+	json_decref(records);
+	json_decref(problems);
+	json_decref(a);
+	json_decref(old);
 }
 
 static void test_round_trip(void **state)
@@ -911,6 +974,7 @@ int main(void)
 		cmocka_unit_test(test_record_new),
 		cmocka_unit_test(test_record_setters),
 		cmocka_unit_test(test_record_check),
+		cmocka_unit_test_setup_teardown(test_record_renewal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_before_rename, setup, teardown),
