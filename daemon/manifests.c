@@ -980,6 +980,63 @@ json_t *up_manifests_find(const json_t *objects, const char *kind, const char *n
 	return NULL;
 }
 
+int up_manifests_secret_get(const json_t *secret, const char *key, char **ret, size_t *len)
+{
+	const char *in = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+	size_t n = in ? strlen(in) : 0, size = n / 4 * 3 + 4;
+	EVP_ENCODE_CTX *ctx;
+	unsigned char *buf;
+	int got = 0, fin = 0;
+
+	if (!in)
+		return -ENOENT;
+	if (n > INT_MAX / 2)
+		return -EINVAL;
+	ctx = EVP_ENCODE_CTX_new();
+	buf = malloc(size);
+	if (!ctx || !buf) {
+		EVP_ENCODE_CTX_free(ctx);
+		free(buf);
+		return -ENOMEM;
+	}
+	EVP_DecodeInit(ctx);
+	if (EVP_DecodeUpdate(ctx, buf, &got, (const unsigned char *)in, (int)n) < 0 ||
+	    EVP_DecodeFinal(ctx, buf + got, &fin) < 0) {
+		EVP_ENCODE_CTX_free(ctx);
+		up_free_secret((char *)buf, size);
+		return -EINVAL;
+	}
+	EVP_ENCODE_CTX_free(ctx);
+	buf[got + fin] = '\0';
+	*ret = (char *)buf;
+	*len = (size_t)(got + fin);
+	return 0;
+}
+
+json_t *up_manifests_secret_reapply(const json_t *secret)
+{
+	static const char *const server_owned[] = { "resourceVersion", "uid", "managedFields",
+		"creationTimestamp", "generation", "selfLink", "deletionTimestamp",
+		"deletionGracePeriodSeconds" };
+	const char *kind = json_string_value(json_object_get(secret, "kind"));
+	json_t *o, *md;
+
+	if ((kind && !streq(kind, "Secret")) || !json_is_object(json_object_get(secret, "data")) ||
+	    !json_is_object(json_object_get(secret, "metadata")))
+		return NULL;
+	o = json_deep_copy(secret);
+	md = json_object_get(o, "metadata");
+	if (!o || json_object_set_new(o, "apiVersion", json_string("v1")) < 0 ||
+	    json_object_set_new(o, "kind", json_string("Secret")) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(server_owned); i++)
+		(void)json_object_del(md, server_owned[i]);
+	(void)json_object_del(o, "status");
+	return o;
+}
+
 int up_manifests_secret_put(json_t *secret, const char *key, const char *data, size_t len)
 {
 	json_t *d = json_object_get(secret, "data");

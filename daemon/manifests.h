@@ -79,3 +79,12 @@ json_t *up_manifests_list(const json_t *objects, bool show_secrets);
 json_t *up_manifests_find(const json_t *objects, const char *kind, const char *name);
 /* Replaces one key of a rendered Secret's data (base64 of `data`); for refreshes. */
 int up_manifests_secret_put(json_t *secret, const char *key, const char *data, size_t len) _wur_;
+/* One key of a Secret's data, decoded and NUL-terminated (*ret freed with up_free_secret(*ret,
+ * *len)); -ENOENT without it, -EINVAL when it is not base64. */
+int up_manifests_secret_get(const json_t *secret, const char *key, char **ret, size_t *len) _wur_;
+/*
+ * A Secret read back from the cluster, made fit to be applied again (server-side apply):
+ * a copy without what the server owns (resourceVersion, uid, managedFields,
+ * creationTimestamp, ...); labels, annotations and data stay. NULL if it is not a Secret.
+ */
+json_t *up_manifests_secret_reapply(const json_t *secret);

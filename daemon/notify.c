@@ -267,6 +267,22 @@ void up_notify_credential_failed(struct up_notifier *n, const char *agent, const
 					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
 }
 
+void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const char *session_id,
+			       const char *what)
+{
+	char summary[256], body[1536];
+
+	if (!n)
+		return;
+	(void)snprintf(summary, sizeof(summary), "%s credentials are no longer renewed",
+		       agent ? agent : "agent");
+	(void)snprintf(body, sizeof(body), "Session %s: uplinkd restarted and cannot renew its %s; "
+		       "they stop working when they expire. Start a new session to have them renewed.",
+		       session_id ? session_id : "?", what ? what : "credentials");
+	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_ERROR,
+					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
+}
+
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what)
 {
 	uint64_t count = 0, total = 0;

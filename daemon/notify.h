@@ -71,6 +71,10 @@ void up_notify_session_expiring(struct up_notifier *n, json_t *session, const ch
 /* An agent's credentials could not be refreshed (session_id may be NULL). Critical. */
 void up_notify_credential_failed(struct up_notifier *n, const char *agent, const char *session_id,
 				 const char *why);
+/* After uplinkd restarted: a running session's `what` (e.g. "exec placeholder values") are
+ * no longer renewed; start a new session to have them renewed. Critical. */
+void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const char *session_id,
+			       const char *what);
 /*
  * One request of a session was denied (`what`, e.g. "GET evil.example/x"). At most
  * one notification a minute per session, counting those in between. Returns true

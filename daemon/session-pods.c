@@ -204,7 +204,6 @@ void up_session_adopt(struct up_session *s)
 	/* A running session's limits go on; the idle clock restarts with the daemon. */
 	s->idle_since = session_now();
 	session_life_arm(s);
-	session_refresh_adopted(s);
 }
 
 void up_session_reconcile(struct up_session *s, json_t *ns)
@@ -222,6 +221,8 @@ void up_session_reconcile(struct up_session *s, json_t *ns)
 			session_set_state(s, UP_SESSION_GONE, "its namespace vanished while uplinkd was not looking");
 		else if (agent)
 			up_session_on_pod(s, UP_WATCH_MODIFIED, agent);
+		if (ns && s->state == UP_SESSION_RUNNING)
+			session_refresh_adopted(s); /* once; its renewals go on */
 	} else if (s->state == UP_SESSION_TEARDOWN || s->state == UP_SESSION_EXITED ||
 		   s->state == UP_SESSION_FAILED || s->state == UP_SESSION_STOPPED) {
 		if (!ns) {

@@ -50,6 +50,10 @@ struct up_session {
 	json_t *problems;
 	json_t *warnings; /* sentences for the user found on the threadpool, told on the loop */
 	struct session_refresh *refresh; /* session-refresh.c; NULL until RUNNING */
+	/* After a restart: the renewals re-armed once, from the Secrets in the cluster. */
+	bool rearm_tried;
+	unsigned rearm_kinds;   /* session-refresh.c's kinds still to re-arm */
+	unsigned rearm_pending; /* the Secrets being read */
 	json_t *objects;
 	char *image_ref;
 	char mitm_ip[64];
@@ -166,5 +170,10 @@ void session_aws_warn_rules(struct up_session *s, json_t *warnings);
 /* session-refresh.c: credentials renewed while the session runs */
 void session_refresh_arm(struct up_session *s);
 void session_refresh_free(struct up_session *s);
-/* After a restart: says in the log what is no longer renewed for the session. */
+/*
+ * After a restart, once the deploy cluster answers (reconciliation): a RUNNING session's AWS
+ * and login renewals armed again from its record and the Secrets in its namespace; what
+ * cannot be (exec values, records of an older uplinkd) is said in the log and in one
+ * desktop notification. Once per session; later calls do nothing.
+ */
 void session_refresh_adopted(struct up_session *s);

@@ -45,6 +45,7 @@
 #include "rules.h"
 #include "secret-store.h"
 #include "session-private.h"
+#include "store.h"
 
 enum cred { CRED_AWS, CRED_LOGIN, CRED_EXEC, _CRED_MAX };
 
@@ -79,6 +80,7 @@ struct session_refresh {
 	struct cred_state c[_CRED_MAX];
 	uint64_t exec_every_ms;
 	struct up_resolve *resolve;
+	json_t *aws_profiles; /* the names, as armed */
 
 	/* The threadpool job: its input (copied on the loop) and its results. */
 	json_t *profiles;
@@ -121,6 +123,13 @@ static void job_clear(struct session_refresh *rf)
 		*strs[i] = NULL;
 	}
 	rf->auth = up_ruleset_free(rf->auth);
+}
+
+static void rf_free(struct session_refresh *rf)
+{
+	job_clear(rf);
+	json_decref(rf->aws_profiles);
+	free(rf);
 }
 
 static void on_timer(uv_timer_t *t);
@@ -181,10 +190,22 @@ static void set_expiry(struct session_refresh *rf, enum cred k, int64_t expires)
 
 static void renewed(struct session_refresh *rf, enum cred k, int64_t expires)
 {
-	log_info("Session %s: %s renewed", rf->s->id, cred_what[k]);
+	struct up_session *s = rf->s;
+	int r = 0;
+
+	log_info("Session %s: %s renewed", s->id, cred_what[k]);
 	rf->c[k].attempt = 0;
 	rf->c[k].notified = false;
 	set_expiry(rf, k, expires);
+	/* The record follows, for a daemon that adopts the session after a restart. */
+	if (k == CRED_AWS)
+		r = up_record_set_aws_expires_at(s->record, expires);
+	else if (k == CRED_LOGIN)
+		r = up_record_set_login_expires_at(s->record, expires);
+	else
+		return;
+	if (r >= 0)
+		session_save(s);
 }
 
 static void failed(struct session_refresh *rf, enum cred k, const char *why)
@@ -368,8 +389,7 @@ static void job_after(uv_work_t *w, int status)
 	(void)status;
 	rf->in_work = false;
 	if (!s) { /* the session went while the job ran */
-		job_clear(rf);
-		free(rf);
+		rf_free(rf);
 		return;
 	}
 	if (s->state != UP_SESSION_RUNNING || s->all->closing) {
@@ -405,7 +425,7 @@ static int job_inputs(struct session_refresh *rf)
 {
 	const struct up_session_opts *o = &rf->s->o;
 
-	if (rf->doing & (1u << CRED_AWS) && !(rf->profiles = json_deep_copy(o->extra->aws_profiles)))
+	if (rf->doing & (1u << CRED_AWS) && !(rf->profiles = json_deep_copy(rf->aws_profiles)))
 		return -ENOMEM;
 	if (!(rf->doing & (1u << CRED_LOGIN)))
 		return 0;
@@ -452,8 +472,6 @@ static void on_timer(uv_timer_t *t)
 	}
 }
 
-static void record_renews(struct up_session *s, const struct session_refresh *rf);
-
 static uint64_t exec_every_s(const struct up_ruleset *rs)
 {
 	uint64_t every = 0;
@@ -466,18 +484,38 @@ static uint64_t exec_every_s(const struct up_ruleset *rs)
 	return every;
 }
 
-void session_refresh_arm(struct up_session *s)
+/* In the record, for a daemon that adopts the session: "renews": ["AWS credentials", ...]
+ * and what it needs to go on (store.h; no secret). */
+static void record_renews(struct up_session *s, const struct session_refresh *rf, int64_t aws,
+			  int64_t login, uint64_t exec)
 {
-	const struct up_session_extra *x = s->o.extra;
-	int64_t aws = x && json_array_size(x->aws_profiles) ? x->aws_expires_at : 0;
-	int64_t login = (int64_t)session_agent_expires_at(s);
-	uint64_t exec = exec_every_s(s->rs);
+	json_t *what = json_array();
+
+	for (int k = 0; what && k < _CRED_MAX; k++)
+		if (rf->c[k].on)
+			(void)json_array_append_new(what, json_string(cred_what[k]));
+	if (!what || !s->record || json_object_set_new(s->record, "renews", what) < 0 ||
+	    up_record_set_renewal(s->record, rf->aws_profiles, rf->c[CRED_AWS].on ? aws : 0,
+				  rf->c[CRED_LOGIN].on ? login : 0, rf->c[CRED_EXEC].on ? exec : 0) < 0)
+		log_warning("Session %s: out of memory; a restarted uplinkd will not renew its "
+			    "credentials", s->id);
+	else
+		session_save(s);
+}
+
+/* The timers, for what expires (Unix times; 0: not renewed). */
+static void arm(struct up_session *s, const json_t *profiles, int64_t aws, int64_t login,
+		uint64_t exec)
+{
 	struct session_refresh *rf;
 
 	if (s->refresh || (!aws && !login && !exec))
 		return; /* nothing that expires */
 	rf = calloc(1, sizeof(*rf));
-	if (!rf || !(rf->timer = malloc(sizeof(*rf->timer)))) {
+	if (!rf || !(rf->timer = malloc(sizeof(*rf->timer))) ||
+	    (aws && !(rf->aws_profiles = json_deep_copy(profiles)))) {
+		if (rf)
+			free(rf->timer);
 		free(rf);
 		log_warning("Session %s: out of memory; its credentials will not be renewed", s->id);
 		return;
@@ -496,35 +534,176 @@ void session_refresh_arm(struct up_session *s)
 	if (exec)
 		set_expiry(rf, CRED_EXEC, 0);
 	rearm(rf);
-	record_renews(s, rf);
+	record_renews(s, rf, aws, login, exec);
 }
 
-/* "renews": ["AWS credentials", ...] in the record, for a daemon that adopts the session. */
-static void record_renews(struct up_session *s, const struct session_refresh *rf)
+void session_refresh_arm(struct up_session *s)
 {
-	json_t *what = json_array();
+	const struct up_session_extra *x = s->o.extra;
+	int64_t aws = x && json_array_size(x->aws_profiles) ? x->aws_expires_at : 0;
 
-	for (int k = 0; what && k < _CRED_MAX; k++)
-		if (rf->c[k].on)
-			(void)json_array_append_new(what, json_string(cred_what[k]));
-	if (what && s->record && json_object_set_new(s->record, "renews", what) == 0)
-		session_save(s);
-	else
-		json_decref(what);
+	arm(s, x ? x->aws_profiles : NULL, aws, (int64_t)session_agent_expires_at(s),
+	    exec_every_s(s->rs));
+}
+
+/* ---- after a restart: the Secrets in the cluster stand for the options ---- */
+
+static bool record_renews_kind(const json_t *rec, enum cred k)
+{
+	json_t *what = json_object_get(rec, "renews"), *v;
+	size_t i;
+
+	json_array_foreach(what, i, v)
+		if (json_is_string(v) && streq(json_string_value(v), cred_what[k]))
+			return true;
+	return false;
+}
+
+static void say_stopped(struct up_session *s, unsigned kinds, const char *why)
+{
+	char list[256] = "";
+
+	for (int k = 0; k < _CRED_MAX; k++)
+		if (kinds & (1u << k))
+			(void)snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				       list[0] ? ", " : "", cred_what[k]);
+	if (!list[0])
+		return;
+	log_warning("Session %s was picked up after a restart: its %s are no longer renewed (%s) "
+		    "and stop working when they expire; start a new session to have them renewed",
+		    s->id, list, why);
+	up_notify_renewal_stopped(session_notifier(s), up_record_agent(s->record), s->id, list);
+}
+
+/* Both Secrets are in (or could not be had): the timers, as session_refresh_arm() sets them. */
+static void adopted_arm(struct up_session *s)
+{
+	const char *mode = up_record_mode(s->record);
+	unsigned kinds = s->rearm_kinds;
+	char **strs[] = { &s->o.agent, &s->o.mode, &s->o.cwd, &s->o.user, &s->o.home };
+	const char *from[] = { up_record_agent(s->record), mode && *mode ? mode : NULL,
+			       up_record_cwd(s->record), s->all->user, s->all->home };
+
+	if (s->state != UP_SESSION_RUNNING || s->all->closing || s->refresh || !kinds)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+		if (!*strs[i] && from[i] && !(*strs[i] = strdup(from[i]))) {
+			say_stopped(s, kinds, "out of memory");
+			return;
+		}
+	arm(s, up_record_aws_profiles(s->record),
+	    kinds & (1u << CRED_AWS) ? up_record_aws_expires_at(s->record) : 0,
+	    kinds & (1u << CRED_LOGIN) ? up_record_login_expires_at(s->record) : 0, 0);
+	if (s->refresh)
+		log_info("Session %s was picked up after a restart: its %s%s%s renewed again", s->id,
+			 kinds & (1u << CRED_AWS) ? cred_what[CRED_AWS] : "",
+			 kinds == ((1u << CRED_AWS) | (1u << CRED_LOGIN)) ? " and " : "",
+			 kinds & (1u << CRED_LOGIN) ? cred_what[CRED_LOGIN] : "");
+}
+
+/* The rules Secret's rules.json as the set the login renewal swaps values in: what was
+ * deployed, placeholders already resolved. */
+static int load_rules(struct up_session *s, const json_t *secret)
+{
+	char *text = NULL;
+	size_t len = 0;
+	json_t *doc, *problems = json_array();
+	int r = up_manifests_secret_get(secret, "rules.json", &text, &len);
+
+	doc = r >= 0 ? json_loadb(text, len, 0, NULL) : NULL;
+	if (text)
+		up_free_secret(text, len);
+	if (r >= 0 && !doc)
+		r = -EINVAL;
+	if (r >= 0 && (!problems || !(s->rs = up_ruleset_new())))
+		r = -ENOMEM;
+	if (r >= 0 && up_ruleset_load_json(s->rs, doc, problems) < 0) {
+		s->rs = up_ruleset_free(s->rs);
+		r = -EINVAL;
+	}
+	json_decref(doc); /* holds the values: jansson's strings are freed, not wiped */
+	json_decref(problems);
+	return r;
+}
+
+static void fetched(struct up_session *s, enum cred k, const struct up_kube_error *err, json_t *obj)
+{
+	const char *name = k == CRED_AWS ? UP_MANIFEST_AWS_SECRET : UP_MANIFEST_RULES_SECRET;
+	json_t *secret = err ? NULL : up_manifests_secret_reapply(obj);
+	const char *why = err ? err->message : secret ? NULL : "it is not a Secret with data";
+
+	s->rearm_pending--;
+	if (!why && k == CRED_LOGIN && load_rules(s, secret) < 0)
+		why = "its rules.json cannot be read back";
+	if (!why && (!s->objects && !(s->objects = json_array())))
+		why = "out of memory";
+	if (!why) {
+		int r = json_array_append_new(s->objects, secret); /* takes it, even when it fails */
+		secret = NULL;
+		if (r < 0)
+			why = "out of memory";
+	}
+	json_decref(secret);
+	if (why) {
+		char msg[1200];
+		(void)snprintf(msg, sizeof(msg), "cannot read its Secret %s: %s", name, why);
+		s->rearm_kinds &= ~(1u << k);
+		say_stopped(s, 1u << k, msg);
+	}
+	if (!s->rearm_pending)
+		adopted_arm(s);
+}
+
+static void on_aws_fetched(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	fetched(s, CRED_AWS, err, obj);
+}
+
+static void on_rules_fetched(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	fetched(s, CRED_LOGIN, err, obj);
+}
+
+static void fetch(struct up_session *s, enum cred k)
+{
+	const char *name = k == CRED_AWS ? UP_MANIFEST_AWS_SECRET : UP_MANIFEST_RULES_SECRET;
+	char path[256];
+	int r = up_kube_path(path, sizeof(path), "Secret", s->ns, name);
+
+	if (r >= 0)
+		r = session_get(s, path, k == CRED_AWS ? on_aws_fetched : on_rules_fetched);
+	if (r >= 0) {
+		s->rearm_pending++;
+		return;
+	}
+	s->rearm_kinds &= ~(1u << k);
+	say_stopped(s, 1u << k, "cannot ask the cluster for its Secrets");
 }
 
 void session_refresh_adopted(struct up_session *s)
 {
-	json_t *what = json_object_get(s->record, "renews");
-	char *list;
+	const json_t *rec = s->record;
+	unsigned kinds = 0;
 
-	if (s->state != UP_SESSION_RUNNING || json_array_size(what) == 0)
+	if (s->rearm_tried || s->state != UP_SESSION_RUNNING || s->refresh)
 		return;
-	list = up_json_join(what, ", ");
-	log_warning("Session %s was picked up after a restart: its %s are no longer renewed and "
-		    "stop working when they expire; start a new session to have them renewed",
-		    s->id, list ? list : "credentials");
-	free(list);
+	s->rearm_tried = true;
+	for (int k = 0; k < _CRED_MAX; k++)
+		if (record_renews_kind(rec, k))
+			kinds |= 1u << k;
+	if (!up_record_has_renewal(rec)) {
+		say_stopped(s, kinds, "its record, from an older uplinkd, does not say how");
+		return;
+	}
+	/* The Secret holds the values the exec commands gave, not the rules that run them. */
+	say_stopped(s, kinds & (1u << CRED_EXEC), "the commands that give them are not known to it");
+	s->rearm_kinds = kinds & ((1u << CRED_AWS) | (1u << CRED_LOGIN));
+	if (s->rearm_kinds & (1u << CRED_AWS))
+		fetch(s, CRED_AWS);
+	if (s->rearm_kinds & (1u << CRED_LOGIN))
+		fetch(s, CRED_LOGIN);
+	if (!s->rearm_pending)
+		adopted_arm(s);
 }
 
 void session_refresh_free(struct up_session *s)
@@ -543,8 +722,6 @@ void session_refresh_free(struct up_session *s)
 		up_resolve_cancel(rf->resolve);
 		rf->resolve = NULL;
 	}
-	if (!rf->in_work) {
-		job_clear(rf);
-		free(rf);
-	}
+	if (!rf->in_work)
+		rf_free(rf);
 }

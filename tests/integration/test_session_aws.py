@@ -191,15 +191,84 @@ def test_a_failing_renewal_is_retried_and_notified_once(env):
     assert "SENTINEL" not in env.daemon.logs()
 
 
-def test_after_a_restart_the_daemon_says_it_no_longer_renews(env):
+def restart(env):
+    """uplinkd stopped (SIGTERM: a clean exit, the sessions go on) and started again on the
+    same state folder; returns where the new daemon's log begins."""
+    assert env.daemon.stop() == 0, env.daemon.logs()[-3000:]
+    assert "Handles were left open at exit" not in env.daemon.logs()
+    mark = len(env.daemon.logs())
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+    return mark
+
+
+def test_after_a_restart_the_new_daemon_goes_on_renewing(env):
+    sid, r = run_detached(env, "-a", "dev", "--rules", AWS_RULES)
+    ns = f"agent-uplink-{sid}"
+    akid = dummy_akid("dev")
+    record = env.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
+    wait_for(lambda: "renews" in json.loads(record.read_text()), what="the record to say what is renewed")
+    rec = json.loads(record.read_text())
+    assert rec["renews"] == ["AWS credentials", "the agent's login token"]
+    assert rec["aws_profiles"] == ["dev"] and rec["aws_expires_at"] > 0 and rec["login_expires_at"] > 0
+    assert rec["exec_refresh_s"] == 0
+    labels = env.fk.get("Secret", ns, "aws-sigv4-creds")["metadata"].get("labels")
+    mark = restart(env)
+    at_restart = creds_of(env.fk, ns)[akid]
+    calls = len(env.aws_calls.read_text().splitlines())
+    # the new daemon renews them: the Secret changes, and again
+    wait_for(lambda: creds_of(env.fk, ns)[akid] != at_restart, timeout=30,
+             what="the credentials to be renewed by the new daemon")
+    second = creds_of(env.fk, ns)[akid]
+    assert second["secret_access_key"].startswith("SENTINELsecret/dev/")
+    assert second["secret_access_key"] != at_restart["secret_access_key"]
+    wait_for(lambda: creds_of(env.fk, ns)[akid] != second, timeout=30, what="a second renewal")
+    assert len(env.aws_calls.read_text().splitlines()) >= calls + 2
+    logs = env.daemon.logs()[mark:]
+    assert (f"Session {sid} was picked up after a restart: its AWS credentials and the agent's "
+            "login token renewed again") in logs
+    wait_for(lambda: f"Session {sid}: AWS credentials renewed\n" in env.daemon.logs()[mark:],
+             what="the log line")
+    assert "no longer renewed" not in logs and "credentials" not in "".join(
+        line for line in logs.splitlines() if "Notification:" in line)
+    # the Secret re-applied whole: its labels stay, only the map changed
+    sec = env.fk.get("Secret", ns, "aws-sigv4-creds")
+    assert sec["metadata"].get("labels") == labels
+    assert list(json.loads(base64.b64decode(sec["data"]["creds.json"]))) == [akid]
+    # the record follows the renewals, and holds no secret
+    text = record.read_text()
+    assert json.loads(text)["aws_expires_at"] >= rec["aws_expires_at"]
+    assert "SENTINEL" not in text
+    assert "SENTINEL" not in env.daemon.logs() and "SENTINEL" not in r.stdout + r.stderr
+    lst = env.daemon.client("list", "--json")
+    assert "SENTINEL" not in lst.stdout + lst.stderr
+    with Rpc(env.daemon.socket) as c:
+        assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
+    # its end stops them, as for a session the daemon started
+    assert env.daemon.client("stop", sid, "--wait").returncode == 0
+    wait_for(lambda: env.fk.get("Namespace", None, ns) is None, timeout=30, what="the namespace to go")
+    n = len(env.aws_calls.read_text().splitlines())
+    import time
+    time.sleep(2.5)
+    assert len(env.aws_calls.read_text().splitlines()) == n
+
+
+def test_after_a_restart_a_record_of_an_older_daemon_says_it_no_longer_renews(env):
     import signal
     sid, _ = run_detached(env, "-a", "dev", "--rules", AWS_RULES)
     record = env.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
     wait_for(lambda: "renews" in json.loads(record.read_text()), what="the record to say what is renewed")
-    assert json.loads(record.read_text())["renews"] == ["AWS credentials", "the agent's login token"]
     env.daemon.stop(signal.SIGKILL)
+    rec = json.loads(record.read_text())
+    for k in ("aws_profiles", "aws_expires_at", "login_expires_at", "exec_refresh_s"):
+        del rec[k]
+    record.write_text(json.dumps(rec))
+    mark = len(env.daemon.logs())
     env.daemon.start()
     wait_for(lambda: f"Session {sid} was picked up after a restart: its AWS credentials, the agent's "
-             "login token are no longer renewed" in env.daemon.logs(), timeout=30, what="the warning")
+             "login token are no longer renewed" in env.daemon.logs()[mark:], timeout=30, what="the warning")
+    note = "Notification: claude credentials are no longer renewed"
+    wait_for(lambda: note in env.daemon.logs()[mark:], what="the notification")
     with Rpc(env.daemon.socket) as c:
         assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
+    assert env.daemon.logs()[mark:].count(note) == 1
