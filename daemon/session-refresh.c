@@ -595,7 +595,7 @@ static void adopted_arm(struct up_session *s)
 	    kinds & (1u << CRED_AWS) ? up_record_aws_expires_at(s->record) : 0,
 	    kinds & (1u << CRED_LOGIN) ? up_record_login_expires_at(s->record) : 0, 0);
 	if (s->refresh)
-		log_info("Session %s was picked up after a restart: its %s%s%s renewed again", s->id,
+		log_info("Session %s was picked up after a restart: it goes on renewing %s%s%s", s->id,
 			 kinds & (1u << CRED_AWS) ? cred_what[CRED_AWS] : "",
 			 kinds == ((1u << CRED_AWS) | (1u << CRED_LOGIN)) ? " and " : "",
 			 kinds & (1u << CRED_LOGIN) ? cred_what[CRED_LOGIN] : "");

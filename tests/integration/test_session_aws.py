@@ -225,8 +225,8 @@ def test_after_a_restart_the_new_daemon_goes_on_renewing(env):
     wait_for(lambda: creds_of(env.fk, ns)[akid] != second, timeout=30, what="a second renewal")
     assert len(env.aws_calls.read_text().splitlines()) >= calls + 2
     logs = env.daemon.logs()[mark:]
-    assert (f"Session {sid} was picked up after a restart: its AWS credentials and the agent's "
-            "login token renewed again") in logs
+    assert (f"Session {sid} was picked up after a restart: it goes on renewing AWS credentials "
+            "and the agent's login token") in logs
     wait_for(lambda: f"Session {sid}: AWS credentials renewed\n" in env.daemon.logs()[mark:],
              what="the log line")
     assert "no longer renewed" not in logs and "credentials" not in "".join(

@@ -148,3 +148,88 @@ def test_exec_values_with_refresh_are_renewed(tmpdir_short, fakekube, registry):
         assert header(rules_of(e.fk, ns), "tok", "X-Token") == value
     finally:
         stop(e)
+
+
+def restart(e):
+    """uplinkd stopped (SIGTERM: a clean exit, the sessions go on) and started again on the
+    same state folder; returns where the new daemon's log begins."""
+    assert e.daemon.stop() == 0, e.daemon.logs()[-3000:]
+    assert "Handles were left open at exit" not in e.daemon.logs()
+    mark = len(e.daemon.logs())
+    e.daemon.start()
+    wait_for(lambda: '"state": "ready"' in e.daemon.client("status", "--json").stdout, what="sync")
+    return mark
+
+
+def test_oauth_token_is_renewed_after_a_daemon_restart(tmpdir_short, fakekube, registry, token):  # noqa: F811
+    e = start(tmpdir_short, fakekube, registry, {"UPLINK_ANTHROPIC_TOKEN_URL": token.url})
+    try:
+        creds = e.home / ".claude" / ".credentials.json"
+        doc = json.loads(creds.read_text())
+        doc["claudeAiOauth"]["expiresAt"] = int((time.time() + 200) * 1000)
+        creds.write_text(json.dumps(doc))
+        sid, r = run_detached(e)
+        ns = f"agent-uplink-{sid}"
+        record = e.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
+        wait_for(lambda: "renews" in json.loads(record.read_text()), what="the record")
+        assert json.loads(record.read_text())["renews"] == ["the agent's login token"]
+        labels = e.fk.get("Secret", ns, "rules-json")["metadata"].get("labels")
+        mark = restart(e)
+        at_restart = header(rules_of(e.fk, ns), "anthropic-auth", "Authorization")
+        grants = token.grants
+        wait_for(lambda: header(rules_of(e.fk, ns), "anthropic-auth", "Authorization") != at_restart,
+                 timeout=30, what="the token to be renewed by the new daemon")
+        new = header(rules_of(e.fk, ns), "anthropic-auth", "Authorization")
+        assert new == f"Bearer sk-ant-oat01-REFRESHSENTINEL-{token.grants}" and token.grants > grants
+        wait_for(lambda: f"Session {sid}: the agent's login token renewed" in e.daemon.logs()[mark:],
+                 what="the log line")
+        logs = e.daemon.logs()[mark:]
+        assert (f"Session {sid} was picked up after a restart: it goes on renewing the agent's "
+                "login token\n") in logs
+        assert "no longer renewed" not in logs
+        # the rules read back and applied again: every rule there, the Secret's labels kept
+        sec = e.fk.get("Secret", ns, "rules-json")
+        assert sec["metadata"].get("labels") == labels
+        assert [x["name"] for x in rules_of(e.fk, ns)] == [x["name"] for x in json.loads(
+            base64.b64decode(sec["data"]["rules.json"]))["rules"]]
+        assert "REFRESHSENTINEL" not in record.read_text()
+        assert "REFRESHSENTINEL" not in e.daemon.logs() and "REFRESHSENTINEL" not in r.stdout + r.stderr
+        with Rpc(e.daemon.socket) as c:
+            assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
+    finally:
+        stop(e)
+
+
+def test_exec_values_after_a_daemon_restart_are_said_to_stop_once(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = start(tmpdir_short, fakekube, registry, {})
+    try:
+        counter = e.tmp / "n"
+        script = e.tmp / "tok.sh"
+        script.write_text(f"#!/bin/sh\necho x >> {counter}\necho \"EXECSENTINEL-$(wc -l < {counter})\"\n")
+        script.chmod(0o755)
+        rules = e.tmp / "rules.yaml"
+        rules.write_text("rules:\n  - name: tok\n    hosts: ['api\\.example\\.com']\n"
+                         "    refresh: 2m\n    inject:\n      headers:\n"
+                         f"        X-Token: 'T {{{{exec:{script}}}}}'\n")
+        sid, r = run_detached(e, "--allow-exec", "--rules", str(rules))
+        ns = f"agent-uplink-{sid}"
+        record = e.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
+        wait_for(lambda: "renews" in json.loads(record.read_text()), what="the record")
+        assert json.loads(record.read_text())["exec_refresh_s"] == 120
+        mark = restart(e)
+        line = (f"Session {sid} was picked up after a restart: its exec placeholder values are no "
+                "longer renewed")
+        wait_for(lambda: line in e.daemon.logs()[mark:], timeout=30, what="the log line")
+        note = "Notification: claude credentials are no longer renewed: Session " + sid
+        wait_for(lambda: note in e.daemon.logs()[mark:], what="the notification")
+        value = header(rules_of(e.fk, ns), "tok", "X-Token")
+        time.sleep(5)  # two periods and more: no renewal, no second notification
+        logs = e.daemon.logs()[mark:]
+        assert logs.count(note) == 1 and logs.count(line) == 1
+        assert header(rules_of(e.fk, ns), "tok", "X-Token") == value
+        assert "exec placeholder values renewed" not in logs
+        assert "EXECSENTINEL" not in e.daemon.logs() and "EXECSENTINEL" not in record.read_text()
+        with Rpc(e.daemon.socket) as c:
+            assert c.call("session.get", {"id": sid})["state"] == "RUNNING"
+    finally:
+        stop(e)
