@@ -20,10 +20,16 @@
  * state is its own object so that a round in flight when the session goes can finish: the
  * session detaches it (s = NULL) and the round's last step frees it.
  *
- * Not after a daemon restart: an adopted session has its record, not its options (the
- * profiles, the rules and their sources, the agent's state), and re-reading them could
- * give a different set than the one deployed. The record says what was renewed ("renews"),
- * so that the adopting daemon can say in its log that it no longer is.
+ * After a daemon restart: an adopted session has its record, not its options, and
+ * re-reading the rules' sources could give a different set than the one deployed. So when
+ * the refresh is armed the record gets what was renewed ("renews") and what an adopting
+ * daemon needs (store.h: the AWS profile names, the expiries, the exec period; no secret).
+ * The adopting daemon, once the cluster answers, reads the mitm's Secrets back (rules-json,
+ * aws-sigv4-creds): the rules from rules.json (values already resolved) become s->rs, the
+ * Secrets (without what the server owns) s->objects, the record fills s->o; then the same
+ * timers are armed and the rounds run as above. {{exec:...}} values cannot go on (the
+ * Secret holds their values, not the commands): the log and one desktop notification say
+ * so, as for a record of an older uplinkd without the keys.
  */
 #include <errno.h>
 #include <stdio.h>
