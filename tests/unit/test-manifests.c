@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ca.h"
+#include "fileio.h"
 #include "manifests.h"
 
 /* tests/data/../../manifests: the source tree's templates. */
@@ -491,6 +492,48 @@ static void test_extras_table(void **state)
 	assert_false(has_arg(objs, "uplink_aws_creds=/aws-creds/creds.json"));
 	json_decref(objs);
 	extras_done(x);
+}
+
+/* After a restart: a Secret as the API server returns it, read back and made fit to apply. */
+static void test_secret_read_back(void **state)
+{
+	json_t *got = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:i, s:{s:s}, s:[{s:s}], s:s}, "
+				"s:s, s:{s:s, s:s}}",
+				"apiVersion", "v1", "kind", "Secret", "metadata", "name", "rules-json",
+				"namespace", "agent-uplink-0123456789ab", "uid", "u-1",
+				"resourceVersion", "42", "generation", 1, "labels", "uplink.dev/owner",
+				"o", "managedFields", "manager", "uplinkd", "creationTimestamp",
+				"2026-01-01T00:00:00Z", "type", "Opaque", "data", "rules.json",
+				"eyJ2ZXJzaW9uIjogMX0=", "bad", "!!!");
+	json_t *o = up_manifests_secret_reapply(got), *bad;
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_non_null(o);
+	assert_null(at(o, "metadata.uid"));
+	assert_null(at(o, "metadata.resourceVersion"));
+	assert_null(at(o, "metadata.managedFields"));
+	assert_null(at(o, "metadata.creationTimestamp"));
+	assert_null(at(o, "metadata.generation"));
+	assert_string_equal(json_string_value(at(o, "metadata.name")), "rules-json");
+	assert_string_equal(json_string_value(at(o, "metadata.namespace")), "agent-uplink-0123456789ab");
+	assert_string_equal(json_string_value(at(o, "metadata.labels.uplink~dev/owner")), "o");
+	assert_string_equal(json_string_value(at(o, "type")), "Opaque");
+	/* the original is left alone */
+	assert_string_equal(json_string_value(at(got, "metadata.uid")), "u-1");
+	assert_int_equal(up_manifests_secret_get(o, "rules.json", &text, &len), 0);
+	assert_int_equal(len, 14);
+	assert_string_equal(text, "{\"version\": 1}");
+	up_free_secret(text, len);
+	assert_int_equal(up_manifests_secret_get(o, "none", &text, &len), -ENOENT);
+	assert_int_equal(up_manifests_secret_get(o, "bad", &text, &len), -EINVAL);
+	/* not a Secret with data: refused */
+	bad = json_pack("{s:s, s:{s:s}}", "kind", "ConfigMap", "metadata", "name", "x");
+	assert_null(up_manifests_secret_reapply(bad));
+	json_decref(bad);
+	json_decref(o);
+	json_decref(got);
 }
 
 /* ---------------------------------------------------------------- invariants over all objects */
@@ -1029,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(test_list_redacts),
 		cmocka_unit_test(test_system_objects),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_secret_read_back),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
