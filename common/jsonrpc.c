@@ -123,6 +123,22 @@ char *up_json_dump_line(const json_t *v, size_t *len)
 	return line;
 }
 
+void up_json_wipe(json_t *j)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	if (json_is_string(j))
+		explicit_bzero((char *)json_string_value(j), json_string_length(j));
+	else if (json_is_object(j))
+		json_object_foreach(j, k, v)
+			up_json_wipe(v);
+	else if (json_is_array(j))
+		json_array_foreach(j, i, v)
+			up_json_wipe(v);
+}
+
 char *up_json_join(const json_t *array, const char *sep)
 {
 	size_t len = 1, used = 0, i, seplen = strlen(sep);

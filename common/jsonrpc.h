@@ -23,6 +23,9 @@ int up_jsonrpc_check_request(json_t *req, const char **method, json_t **params, 
 
 /* The strings of an array joined by `sep` (non-strings skipped); caller frees; NULL on ENOMEM. */
 char *up_json_join(const json_t *array, const char *sep);
+/* Overwrites every string in `j` with zeros (for a document that held secrets, before its
+ * last json_decref()). */
+void up_json_wipe(json_t *j);
 
 /* Serialises compactly with a trailing newline. Returns NULL on allocation failure. */
 char *up_json_dump_line(const json_t *v, size_t *len);

@@ -12,6 +12,7 @@
 #include "aws.h"
 #include "bounds.h"
 #include "fileio.h"
+#include "jsonrpc.h"
 #include "proc.h"
 
 bool up_aws_profile_ok(const char *name)
@@ -113,22 +114,6 @@ int up_aws_parse_time(const char *s, int64_t *ret)
 }
 
 /* Zeroes every string in a parsed document before it is freed (jansson does not). */
-static void wipe_json(json_t *j)
-{
-	const char *k;
-	json_t *v;
-	size_t i;
-
-	if (json_is_string(j))
-		explicit_bzero((char *)json_string_value(j), json_string_length(j));
-	else if (json_is_object(j))
-		json_object_foreach(j, k, v)
-			wipe_json(v);
-	else if (json_is_array(j))
-		json_array_foreach(j, i, v)
-			wipe_json(v);
-}
-
 static char *field(json_t *doc, const char *name)
 {
 	const char *v = json_string_value(json_object_get(doc, name));
@@ -145,7 +130,7 @@ int up_aws_parse_export(const char *text, size_t len, struct up_aws_creds *c, ch
 
 	*c = (struct up_aws_creds){ 0 };
 	if (!json_is_object(doc)) {
-		wipe_json(doc);
+		up_json_wipe(doc);
 		json_decref(doc);
 		return snprintf(why, why_len, "its output is not a JSON object"), -EINVAL;
 	}
@@ -161,7 +146,7 @@ int up_aws_parse_export(const char *text, size_t len, struct up_aws_creds *c, ch
 		(void)snprintf(why, why_len, "its Expiration '%.40s' is not an ISO-8601 time", exp);
 		r = -EINVAL;
 	}
-	wipe_json(doc);
+	up_json_wipe(doc);
 	json_decref(doc);
 	if (r < 0)
 		up_aws_creds_wipe(c);
@@ -245,7 +230,7 @@ static int map_add(json_t *map, const char *profile, const struct up_aws_creds *
 			      c->secret_access_key);
 
 	if (e && c->session_token && json_object_set_new(e, "session_token", json_string(c->session_token)) < 0) {
-		wipe_json(e);
+		up_json_wipe(e);
 		json_decref(e);
 		e = NULL;
 	}
@@ -275,7 +260,7 @@ int up_aws_export_all(const json_t *profiles, char **creds_json, int64_t *expire
 	}
 	if (r >= 0 && !(*creds_json = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS)))
 		r = -ENOMEM;
-	wipe_json(map);
+	up_json_wipe(map);
 	json_decref(map);
 	*expires_at = r >= 0 ? earliest : 0;
 	return r;

@@ -627,7 +627,8 @@ static int load_rules(struct up_session *s, const json_t *secret)
 		s->rs = up_ruleset_free(s->rs);
 		r = -EINVAL;
 	}
-	json_decref(doc); /* holds the values: jansson's strings are freed, not wiped */
+	up_json_wipe(doc); /* the injected values */
+	json_decref(doc);
 	json_decref(problems);
 	return r;
 }
