@@ -575,9 +575,9 @@ static void say_stopped(struct up_session *s, unsigned kinds, const char *why)
 				       list[0] ? ", " : "", cred_what[k]);
 	if (!list[0])
 		return;
-	log_warning("Session %s was picked up after a restart: its %s are no longer renewed (%s) "
-		    "and stop working when they expire; start a new session to have them renewed",
-		    s->id, list, why);
+	log_warning("Session %s was picked up after a restart, and these of its credentials are no "
+		    "longer renewed (%s): %s; they stop working when they expire, so start a new "
+		    "session to have them renewed", s->id, why, list);
 	up_notify_renewal_stopped(session_notifier(s), up_record_agent(s->record), s->id, list);
 }
 

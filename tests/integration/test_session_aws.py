@@ -265,8 +265,9 @@ def test_after_a_restart_a_record_of_an_older_daemon_says_it_no_longer_renews(en
     record.write_text(json.dumps(rec))
     mark = len(env.daemon.logs())
     env.daemon.start()
-    wait_for(lambda: f"Session {sid} was picked up after a restart: its AWS credentials, the agent's "
-             "login token are no longer renewed" in env.daemon.logs()[mark:], timeout=30, what="the warning")
+    wait_for(lambda: f"Session {sid} was picked up after a restart, and these of its credentials are no "
+             "longer renewed" in env.daemon.logs()[mark:] and ": AWS credentials, the agent's login token; "
+             "they stop working" in env.daemon.logs()[mark:], timeout=30, what="the warning")
     note = "Notification: claude credentials are no longer renewed"
     wait_for(lambda: note in env.daemon.logs()[mark:], what="the notification")
     with Rpc(env.daemon.socket) as c:

@@ -217,9 +217,10 @@ def test_exec_values_after_a_daemon_restart_are_said_to_stop_once(tmpdir_short, 
         wait_for(lambda: "renews" in json.loads(record.read_text()), what="the record")
         assert json.loads(record.read_text())["exec_refresh_s"] == 120
         mark = restart(e)
-        line = (f"Session {sid} was picked up after a restart: its exec placeholder values are no "
-                "longer renewed")
+        line = (f"Session {sid} was picked up after a restart, and these of its credentials are no "
+                "longer renewed (")
         wait_for(lambda: line in e.daemon.logs()[mark:], timeout=30, what="the log line")
+        assert "): exec placeholder values; they stop working when they expire" in e.daemon.logs()[mark:]
         note = "Notification: claude credentials are no longer renewed: Session " + sid
         wait_for(lambda: note in e.daemon.logs()[mark:], what="the notification")
         value = header(rules_of(e.fk, ns), "tok", "X-Token")
