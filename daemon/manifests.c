@@ -562,6 +562,18 @@ static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 	return r;
 }
 
+/* Adds a pod and its Service once they are filled in (r == 0); frees both otherwise. */
+static int add_pod_and_service(struct render *c, json_t *pod, json_t *svc, int r)
+{
+	if (r < 0) {
+		json_decref(pod);
+		json_decref(svc);
+		return r;
+	}
+	r = add(c, pod);
+	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+}
+
 static int render_mitm(struct render *c)
 {
 	json_t *pod = object(c, TPL_MITM_POD, "mitm");
@@ -575,13 +587,7 @@ static int render_mitm(struct render *c)
 		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
 	if (r == 0 && c->s->extras)
 		r = mitm_extras(c->s->extras, pod);
-	if (r < 0) {
-		json_decref(pod);
-		json_decref(svc);
-		return r;
-	}
-	r = add(c, pod);
-	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+	return add_pod_and_service(c, pod, svc, r);
 }
 
 /* runAsUser and runAsGroup of the host user: on a pod or container security context. */
@@ -610,13 +616,7 @@ static int render_ssh_agent(struct render *c)
 		r = host_ids(c->s, dig(pod, "spec.containers.0.securityContext"), false);
 	if (r == 0 && rc && *rc)
 		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
-	if (r < 0) {
-		json_decref(pod);
-		json_decref(svc);
-		return r;
-	}
-	r = add(c, pod);
-	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+	return add_pod_and_service(c, pod, svc, r);
 }
 
 /* The agent pod's side of the relay: ~/.ssh files, the socket volume, the sidecar. */

@@ -112,19 +112,23 @@ def test_oauth_token_is_renewed_before_it_expires(tmpdir_short, fakekube, regist
         stop(e)
 
 
+def exec_rules(e, more=""):
+    """A rule whose X-Token comes from a command printing EXECSENTINEL-<n>, renewed every 2
+    minutes (2 s here), then `more` rules: the script and the rules file."""
+    counter, script, rules = e.tmp / "n", e.tmp / "tok.sh", e.tmp / "rules.yaml"
+    script.write_text(f"#!/bin/sh\necho x >> {counter}\necho \"EXECSENTINEL-$(wc -l < {counter})\"\n")
+    script.chmod(0o755)
+    rules.write_text("rules:\n  - name: tok\n    hosts: ['api\\.example\\.com']\n"
+                     "    refresh: 2m\n    inject:\n      headers:\n"
+                     f"        X-Token: 'T {{{{exec:{script}}}}}'\n" + more)
+    return script, rules
+
+
 def test_exec_values_with_refresh_are_renewed(tmpdir_short, fakekube, registry):  # noqa: F811
     e = start(tmpdir_short, fakekube, registry, {})
     try:
-        counter = e.tmp / "n"
-        script = e.tmp / "tok.sh"
-        script.write_text(f"#!/bin/sh\necho x >> {counter}\necho \"EXECSENTINEL-$(wc -l < {counter})\"\n")
-        script.chmod(0o755)
-        rules = e.tmp / "rules.yaml"
-        rules.write_text("rules:\n  - name: tok\n    hosts: ['api\\.example\\.com']\n"
-                         "    refresh: 2m\n    inject:\n      headers:\n"
-                         f"        X-Token: 'T {{{{exec:{script}}}}}'\n"
-                         "  - name: static\n    hosts: ['other\\.example\\.com']\n    inject:\n"
-                         "      headers:\n        X-Static: plain\n")
+        script, rules = exec_rules(e, "  - name: static\n    hosts: ['other\\.example\\.com']\n    inject:\n"
+                                   "      headers:\n        X-Static: plain\n")
         sid, r = run_detached(e, "--allow-exec", "--rules", str(rules))
         ns = f"agent-uplink-{sid}"
         assert header(rules_of(e.fk, ns), "tok", "X-Token") == "T EXECSENTINEL-1"
@@ -203,14 +207,7 @@ def test_oauth_token_is_renewed_after_a_daemon_restart(tmpdir_short, fakekube, r
 def test_exec_values_after_a_daemon_restart_are_said_to_stop_once(tmpdir_short, fakekube, registry):  # noqa: F811
     e = start(tmpdir_short, fakekube, registry, {})
     try:
-        counter = e.tmp / "n"
-        script = e.tmp / "tok.sh"
-        script.write_text(f"#!/bin/sh\necho x >> {counter}\necho \"EXECSENTINEL-$(wc -l < {counter})\"\n")
-        script.chmod(0o755)
-        rules = e.tmp / "rules.yaml"
-        rules.write_text("rules:\n  - name: tok\n    hosts: ['api\\.example\\.com']\n"
-                         "    refresh: 2m\n    inject:\n      headers:\n"
-                         f"        X-Token: 'T {{{{exec:{script}}}}}'\n")
+        script, rules = exec_rules(e)
         sid, r = run_detached(e, "--allow-exec", "--rules", str(rules))
         ns = f"agent-uplink-{sid}"
         record = e.tmp / "state" / "uplink" / "sessions" / f"{sid}.json"
