@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "kube-expose.h"
 #include "manifests.h"
 #include "util.h"
@@ -28,6 +30,48 @@
 #define AWS_MITM_DIR "/aws-creds"
 
 int manifests_failf(char *err, size_t len, const char *fmt, ...) _printf_(3, 4);
+
+enum tpl {
+	TPL_NAMESPACE,
+	TPL_SECRET,
+	TPL_CONFIGMAP,
+	TPL_NP_DENY,
+	TPL_NP_AGENT,
+	TPL_NP_AGENT_DNS,
+	TPL_NP_MITM,
+	TPL_MITM_POD,
+	TPL_MITM_SVC,
+	TPL_AGENT_POD,
+	TPL_SSH_POD,
+	TPL_SSH_SVC,
+	TPL_NP_SSH,
+	TPL_NP_AGENT_SSH,
+	TPL_SSH_RELAY,
+	TPL_SYS_NAMESPACE,
+	TPL_REGISTRY,
+	TPL_REGISTRY_SVC,
+	_TPL_MAX,
+};
+
+/* A template file, its kind (NULL: a fragment) and the paths the code fills in or extends. */
+struct manifests_template {
+	const char *file;
+	const char *kind;
+	const char *need[4];
+};
+extern const struct manifests_template manifests_templates[_TPL_MAX];
+
+struct up_manifests {
+	json_t *tpl[_TPL_MAX];
+	char *addon;
+};
+
+/* "spec.containers.0.env": objects by key, arrays by index. */
+json_t *manifests_dig(json_t *v, const char *path);
+int manifests_put(json_t *o, const char *key, json_t *v);
+int manifests_push(json_t *a, json_t *v);
+/* Sets a Secret's (base64) or ConfigMap's (text or binaryData) key. */
+int manifests_data_put(json_t *o, bool secret, const char *key, const char *data, size_t len);
 bool manifests_is_ip(const char *s);
 /* Refuses a spec that does not hold up, with a sentence naming the field (manifests-check.c). */
 int manifests_check_spec(const struct up_session_spec *s, char *err, size_t len) _wur_;

@@ -3,79 +3,16 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "bounds.h"
 #include "ca.h"
-#include "config.h"
 #include "fileio.h"
 #include "kube-expose.h"
 #include "manifests-private.h"
 #include "manifests.h"
 #include "yaml-json.h"
-
-enum tpl {
-	TPL_NAMESPACE,
-	TPL_SECRET,
-	TPL_CONFIGMAP,
-	TPL_NP_DENY,
-	TPL_NP_AGENT,
-	TPL_NP_AGENT_DNS,
-	TPL_NP_MITM,
-	TPL_MITM_POD,
-	TPL_MITM_SVC,
-	TPL_AGENT_POD,
-	TPL_SSH_POD,
-	TPL_SSH_SVC,
-	TPL_NP_SSH,
-	TPL_NP_AGENT_SSH,
-	TPL_SSH_RELAY,
-	TPL_SYS_NAMESPACE,
-	TPL_REGISTRY,
-	TPL_REGISTRY_SVC,
-	_TPL_MAX,
-};
-
-/* Each template, its kind (NULL: a fragment) and the paths the code fills in or extends. */
-static const struct {
-	const char *file;
-	const char *kind;
-	const char *need[4];
-} templates[_TPL_MAX] = {
-	[TPL_NAMESPACE] = { "namespace.yaml", "Namespace", { "metadata.labels" } },
-	[TPL_SECRET] = { "secret.yaml", "Secret", { "metadata.labels" } },
-	[TPL_CONFIGMAP] = { "configmap.yaml", "ConfigMap", { "metadata.labels" } },
-	[TPL_NP_DENY] = { "netpol-default-deny.yaml", "NetworkPolicy", { "metadata.labels" } },
-	[TPL_NP_AGENT] = { "netpol-agent-egress.yaml", "NetworkPolicy",
-			   { "metadata.labels", "spec.egress" } },
-	[TPL_NP_AGENT_DNS] = { "agent-egress-dns.yaml", NULL, { "to", "ports" } },
-	[TPL_NP_MITM] = { "netpol-mitm.yaml", "NetworkPolicy", { "metadata.labels" } },
-	[TPL_MITM_POD] = { "mitm-pod.yaml", "Pod",
-			   { "metadata.labels", "spec.containers.0.volumeMounts", "spec.volumes" } },
-	[TPL_MITM_SVC] = { "mitm-service.yaml", "Service", { "metadata.labels" } },
-	[TPL_AGENT_POD] = { "agent-pod.yaml", "Pod",
-			    { "metadata.labels", "spec.containers.0.env",
-			      "spec.containers.0.volumeMounts", "spec.volumes" } },
-	[TPL_SSH_POD] = { "ssh-agent-pod.yaml", "Pod",
-			  { "metadata.labels", "spec.securityContext", "spec.containers.0.securityContext" } },
-	[TPL_SSH_SVC] = { "ssh-agent-service.yaml", "Service", { "metadata.labels" } },
-	[TPL_NP_SSH] = { "netpol-ssh-agent.yaml", "NetworkPolicy", { "metadata.labels" } },
-	[TPL_NP_AGENT_SSH] = { "agent-egress-ssh-agent.yaml", NULL, { "to", "ports" } },
-	[TPL_SSH_RELAY] = { "ssh-agent-relay.yaml", NULL, { "name", "securityContext", "volumeMounts" } },
-	[TPL_SYS_NAMESPACE] = { "system-namespace.yaml", "Namespace", { "metadata" } },
-	[TPL_REGISTRY] = { "registry-deployment.yaml", "Deployment",
-			   { "spec.template.spec.containers.0" } },
-	[TPL_REGISTRY_SVC] = { "registry-service.yaml", "Service", { "metadata" } },
-};
-
-struct up_manifests {
-	json_t *tpl[_TPL_MAX];
-	char *addon;
-};
 
 /* Rendering state: the spec, the objects so far, the error sentence. */
 struct render {
@@ -105,7 +42,7 @@ bool manifests_is_ip(const char *s)
 }
 
 /* "spec.containers.0.env": objects by key, arrays by index. */
-static json_t *dig(json_t *v, const char *path)
+json_t *manifests_dig(json_t *v, const char *path)
 {
 	char buf[256], *save = NULL;
 
@@ -116,111 +53,14 @@ static json_t *dig(json_t *v, const char *path)
 	return v;
 }
 
-static int put(json_t *o, const char *key, json_t *v)
+int manifests_put(json_t *o, const char *key, json_t *v)
 {
 	return json_object_set_new(o, key, v) == 0 ? 0 : -ENOMEM;
 }
 
-static int push(json_t *a, json_t *v)
+int manifests_push(json_t *a, json_t *v)
 {
 	return json_array_append_new(a, v) == 0 ? 0 : -ENOMEM;
-}
-
-/* ---------------------------------------------------------------- loading */
-
-int up_manifests_default_dir(char *buf, size_t len)
-{
-	const char *env = getenv("UPLINK_DATA_DIR");
-	int n = snprintf(buf, len, "%s/manifests", env && *env ? env : UP_PKGDATADIR);
-
-	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-static int load_one(struct up_manifests *m, const char *dir, enum tpl t, char *err, size_t len)
-{
-	_cleanup_(freep) char *text = NULL;
-	char path[PATH_MAX], yerr[256];
-	size_t n;
-	int r;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, templates[t].file) >= sizeof(path))
-		return manifests_failf(err, len, "template folder %s: path too long", dir);
-	r = up_read_file(path, UP_MAX_TEMPLATE_SIZE, &text, &n);
-	if (r < 0)
-		return snprintf(err, len, "cannot read template %s: %s", path, strerror(-r)), r;
-	r = up_yaml_load(text, n, &m->tpl[t], yerr, sizeof(yerr));
-	if (r < 0)
-		return manifests_failf(err, len, "template %s is not valid YAML: %s", path, yerr);
-	const char *kind = json_string_value(json_object_get(m->tpl[t], "kind"));
-	if (!json_is_object(m->tpl[t]) || (templates[t].kind && (!kind || !streq(kind, templates[t].kind))))
-		return manifests_failf(err, len, "template %s is not a %s", path,
-			     templates[t].kind ? templates[t].kind : "mapping");
-	for (size_t i = 0; i < ELEMENTSOF(templates[t].need) && templates[t].need[i]; i++)
-		if (!dig(m->tpl[t], templates[t].need[i]))
-			return manifests_failf(err, len, "template %s lacks %s", path, templates[t].need[i]);
-	return 0;
-}
-
-int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, size_t err_len)
-{
-	_cleanup_(up_manifests_freep) struct up_manifests *m = NULL;
-	char def[PATH_MAX], path[PATH_MAX];
-	size_t n;
-	int r;
-
-	if (!dir) {
-		if (up_manifests_default_dir(def, sizeof(def)) < 0)
-			return manifests_failf(err, err_len, "$UPLINK_DATA_DIR is too long");
-		dir = def;
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	for (int t = 0; t < _TPL_MAX; t++)
-		if ((r = load_one(m, dir, (enum tpl)t, err, err_len)) < 0)
-			return r;
-	if ((size_t)snprintf(path, sizeof(path), "%s/mitm/filter.py", dir) >= sizeof(path))
-		return manifests_failf(err, err_len, "template folder %s: path too long", dir);
-	r = up_read_file(path, UP_MAX_ADDON_SOURCE, &m->addon, &n);
-	if (r < 0)
-		return snprintf(err, err_len, "cannot read the mitm addon %s: %s", path, strerror(-r)),
-		       r;
-	*ret = TAKE_PTR(m);
-	return 0;
-}
-
-struct up_manifests *up_manifests_free(struct up_manifests *m)
-{
-	if (!m)
-		return NULL;
-	for (int t = 0; t < _TPL_MAX; t++)
-		json_decref(m->tpl[t]);
-	free(m->addon);
-	free(m);
-	return NULL;
-}
-
-void up_manifests_freep(struct up_manifests **m)
-{
-	*m = up_manifests_free(*m);
-}
-
-const char *up_manifests_addon(const struct up_manifests *m)
-{
-	return m->addon;
-}
-
-const char *up_manifests_agent_no_proxy(const struct up_manifests *m)
-{
-	json_t *e;
-	size_t i;
-
-	json_array_foreach(dig(m->tpl[TPL_AGENT_POD], "spec.containers.0.env"), i, e) {
-		const char *name = json_string_value(json_object_get(e, "name"));
-		if (name && streq(name, "NO_PROXY"))
-			return json_string_value(json_object_get(e, "value"));
-	}
-	return NULL;
 }
 
 /* ---------------------------------------------------------------- building blocks */
@@ -245,7 +85,7 @@ static int iso8601(json_t *o, const char *key, time_t t)
 
 	if (!gmtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		return -EINVAL;
-	return put(o, key, json_string(buf));
+	return manifests_put(o, key, json_string(buf));
 }
 
 /* A template copy with name, namespace and the session's labels. */
@@ -255,17 +95,17 @@ static json_t *object(struct render *c, enum tpl t, const char *name)
 	json_t *meta = json_object_get(o, "metadata");
 	json_t *labels = json_object_get(meta, "labels");
 
-	if (!o || put(meta, "name", json_string(name)) < 0 ||
-	    (t != TPL_NAMESPACE && put(meta, "namespace", json_string(c->ns)) < 0) ||
-	    put(labels, "uplink.dev/session", json_string(c->s->id)) < 0 ||
-	    put(labels, "uplink.dev/owner", json_string(c->s->owner)) < 0)
+	if (!o || manifests_put(meta, "name", json_string(name)) < 0 ||
+	    (t != TPL_NAMESPACE && manifests_put(meta, "namespace", json_string(c->ns)) < 0) ||
+	    manifests_put(labels, "uplink.dev/session", json_string(c->s->id)) < 0 ||
+	    manifests_put(labels, "uplink.dev/owner", json_string(c->s->owner)) < 0)
 		return json_decref(o), NULL;
 	return o;
 }
 
 static int add(struct render *c, json_t *o)
 {
-	return o ? push(c->objects, o) : -ENOMEM;
+	return o ? manifests_push(c->objects, o) : -ENOMEM;
 }
 
 /* A Secret (base64 data) or ConfigMap (text data; binaryData for what is not UTF-8). */
@@ -273,21 +113,21 @@ static json_t *data_object(struct render *c, bool secret, const char *name)
 {
 	json_t *o = object(c, secret ? TPL_SECRET : TPL_CONFIGMAP, name);
 
-	if (o && put(o, "data", json_object()) < 0)
+	if (o && manifests_put(o, "data", json_object()) < 0)
 		return json_decref(o), NULL;
 	return o;
 }
 
-static int data_put(json_t *o, bool secret, const char *key, const char *data, size_t len)
+int manifests_data_put(json_t *o, bool secret, const char *key, const char *data, size_t len)
 {
 	json_t *v = secret ? NULL : json_stringn(data, len);
 
 	if (v)
-		return put(json_object_get(o, "data"), key, v);
+		return manifests_put(json_object_get(o, "data"), key, v);
 	json_t *bin = secret ? json_object_get(o, "data") : json_object_get(o, "binaryData");
-	if (!bin && (put(o, "binaryData", json_object()) < 0 || !(bin = json_object_get(o, "binaryData"))))
+	if (!bin && (manifests_put(o, "binaryData", json_object()) < 0 || !(bin = json_object_get(o, "binaryData"))))
 		return -ENOMEM;
-	return (v = b64(data, len)) ? put(bin, key, v) : -ENOMEM;
+	return (v = b64(data, len)) ? manifests_put(bin, key, v) : -ENOMEM;
 }
 
 static int env_add(json_t *env, const char *name, const char *value)
@@ -298,7 +138,7 @@ static int env_add(json_t *env, const char *name, const char *value)
 	json_array_foreach(env, i, e)
 		if (streq(json_string_value(json_object_get(e, "name")), name))
 			return -EEXIST;
-	return push(env, json_pack("{s:s, s:s}", "name", name, "value", value));
+	return manifests_push(env, json_pack("{s:s, s:s}", "name", name, "value", value));
 }
 
 static json_t *strv(const char *const *v)
@@ -306,7 +146,7 @@ static json_t *strv(const char *const *v)
 	json_t *a = json_array();
 
 	for (; a && v && *v; v++)
-		if (push(a, json_string(*v)) < 0)
+		if (manifests_push(a, json_string(*v)) < 0)
 			return json_decref(a), NULL;
 	return a;
 }
@@ -318,12 +158,12 @@ static int render_namespace(struct render *c)
 	json_t *ns = object(c, TPL_NAMESPACE, c->ns);
 	json_t *ann = json_object();
 
-	if (!ns || !ann || put(json_object_get(ns, "metadata"), "annotations", ann) < 0)
+	if (!ns || !ann || manifests_put(json_object_get(ns, "metadata"), "annotations", ann) < 0)
 		return json_decref(ns), -ENOMEM;
 	if (iso8601(ann, "uplink.dev/created-at", c->s->created_at) < 0 ||
 	    iso8601(ann, "uplink.dev/expires-at", c->s->expires_at) < 0 ||
-	    put(ann, "uplink.dev/cwd", json_string(c->s->cwd)) < 0 ||
-	    put(ann, "uplink.dev/agent", json_string(c->s->agent)) < 0)
+	    manifests_put(ann, "uplink.dev/cwd", json_string(c->s->cwd)) < 0 ||
+	    manifests_put(ann, "uplink.dev/agent", json_string(c->s->agent)) < 0)
 		return json_decref(ns), -ENOMEM;
 	return add(c, ns);
 }
@@ -332,7 +172,7 @@ static int render_rules(struct render *c)
 {
 	json_t *o = data_object(c, true, UP_MANIFEST_RULES_SECRET);
 	char *text = json_dumps(c->s->rules, JSON_COMPACT);
-	int r = o && text ? data_put(o, true, "rules.json", text, strlen(text)) : -ENOMEM;
+	int r = o && text ? manifests_data_put(o, true, "rules.json", text, strlen(text)) : -ENOMEM;
 
 	if (text)
 		up_free_secret(text, strlen(text));
@@ -353,12 +193,12 @@ static int render_certs(struct render *c)
 	if (r == 0)
 		r = up_ca_dhparam_pem(&dh, &dh_len);
 	if (r == 0)
-		r = data_put(o, true, "mitmproxy-ca.pem", both, both_len);
+		r = manifests_data_put(o, true, "mitmproxy-ca.pem", both, both_len);
 	if (r == 0)
-		r = data_put(o, true, "mitmproxy-ca-cert.pem", c->s->ca_cert_pem,
+		r = manifests_data_put(o, true, "mitmproxy-ca-cert.pem", c->s->ca_cert_pem,
 			     strlen(c->s->ca_cert_pem));
 	if (r == 0)
-		r = data_put(o, true, "mitmproxy-dhparam.pem", dh, dh_len);
+		r = manifests_data_put(o, true, "mitmproxy-dhparam.pem", dh, dh_len);
 	up_free_secret(both, both_len);
 	free(dh);
 	if (r < 0)
@@ -369,7 +209,7 @@ static int render_certs(struct render *c)
 static int render_text_map(struct render *c, const char *name, const char *key, const char *text)
 {
 	json_t *o = data_object(c, false, name);
-	int r = o ? data_put(o, false, key, text, strlen(text)) : -ENOMEM;
+	int r = o ? manifests_data_put(o, false, key, text, strlen(text)) : -ENOMEM;
 
 	if (r < 0)
 		return json_decref(o), r;
@@ -386,7 +226,7 @@ static int render_agent_data(struct render *c)
 		json_t *o = data_object(c, secret, v->name);
 		int r = o ? 0 : -ENOMEM;
 		for (size_t j = 0; r == 0 && j < v->n_files; j++)
-			r = data_put(o, secret, v->files[j].key, v->files[j].data, v->files[j].len);
+			r = manifests_data_put(o, secret, v->files[j].key, v->files[j].data, v->files[j].len);
 		if (r < 0)
 			return json_decref(o), r;
 		if ((r = add(c, o)) < 0)
@@ -413,7 +253,7 @@ static int render_kube_data(struct render *c)
 		const struct up_kube_exposed_ctx *k = &x->kube->ctx[i];
 		(void)snprintf(key, sizeof(key), "%s.pem", k->host);
 		if (k->client_pem) /* mitmproxy presents <server name>.pem (its client_certs option) */
-			r = data_put(o, true, key, k->client_pem, k->client_len);
+			r = manifests_data_put(o, true, key, k->client_pem, k->client_len);
 	}
 	if (!o || r < 0)
 		return json_decref(o), o ? r : -ENOMEM;
@@ -426,7 +266,7 @@ static int render_files(struct render *c, const char *name, const struct up_ssh_
 	int r = o ? 0 : -ENOMEM;
 
 	for (size_t i = 0; r == 0 && i < n; i++)
-		r = data_put(o, true, f[i].name, f[i].data, f[i].len);
+		r = manifests_data_put(o, true, f[i].name, f[i].data, f[i].len);
 	if (r < 0)
 		return json_decref(o), r;
 	return add(c, o);
@@ -443,13 +283,13 @@ static int render_extras_data(struct render *c)
 		return r;
 	if (x && x->mitm_ca_pem && *x->mitm_ca_pem) {
 		o = data_object(c, true, UPSTREAM_CA_SECRET);
-		r = o ? data_put(o, true, "bundle.pem", x->mitm_ca_pem, strlen(x->mitm_ca_pem)) : -ENOMEM;
+		r = o ? manifests_data_put(o, true, "bundle.pem", x->mitm_ca_pem, strlen(x->mitm_ca_pem)) : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
 	if (x && x->aws_creds_json && x->aws_ini) { /* §4.3: the real keys, then the dummies */
 		o = data_object(c, true, AWS_MITM_SECRET);
-		r = o ? data_put(o, true, AWS_MITM_KEY, x->aws_creds_json, strlen(x->aws_creds_json))
+		r = o ? manifests_data_put(o, true, AWS_MITM_KEY, x->aws_creds_json, strlen(x->aws_creds_json))
 		      : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
@@ -458,7 +298,7 @@ static int render_extras_data(struct render *c)
 	}
 	if (x && x->gitconfig && *x->gitconfig) {
 		o = data_object(c, true, GIT_SECRET);
-		r = o ? data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig)) : -ENOMEM;
+		r = o ? manifests_data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig)) : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
@@ -483,9 +323,9 @@ static int ssh_egress(struct render *c, json_t *agent)
 	if (!(to = json_array()))
 		return -ENOMEM;
 	json_array_foreach(x->ssh_cidrs, i, v)
-		if (push(to, json_pack("{s:{s:O}}", "ipBlock", "cidr", v)) < 0)
+		if (manifests_push(to, json_pack("{s:{s:O}}", "ipBlock", "cidr", v)) < 0)
 			return json_decref(to), -ENOMEM;
-	return push(dig(agent, "spec.egress"),
+	return manifests_push(manifests_dig(agent, "spec.egress"),
 		    json_pack("{s:o, s:[{s:s, s:i}]}", "to", to, "ports", "protocol", "TCP", "port", 22));
 }
 
@@ -497,11 +337,11 @@ static int render_policies(struct render *c)
 	int r = 0;
 
 	if (agent && c->s->allow_dns)
-		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
+		r = manifests_push(manifests_dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
 	if (agent && r == 0)
 		r = ssh_egress(c, agent);
 	if (agent && r == 0 && manifests_has_ssh(c->s))
-		r = push(dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_SSH]));
+		r = manifests_push(manifests_dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_SSH]));
 	if (!deny || !agent || !mitm || r < 0) {
 		json_decref(deny);
 		json_decref(agent);
@@ -518,22 +358,22 @@ static int render_policies(struct render *c)
 
 static int set_option(json_t *args, const char *opt)
 {
-	int r = push(args, json_string("--set"));
+	int r = manifests_push(args, json_string("--set"));
 
-	return r < 0 ? r : push(args, json_string(opt));
+	return r < 0 ? r : manifests_push(args, json_string(opt));
 }
 
 /* A Secret of the mitm's, mounted whole (read-only) at `dir` and named by an addon option. */
 static int mitm_secret(json_t *pod, const char *option, const char *secret, const char *dir)
 {
-	json_t *main = dig(pod, "spec.containers.0");
+	json_t *main = manifests_dig(pod, "spec.containers.0");
 	int r = set_option(json_object_get(main, "args"), option);
 
 	if (r == 0)
-		r = push(json_object_get(main, "volumeMounts"),
+		r = manifests_push(json_object_get(main, "volumeMounts"),
 			 json_pack("{s:s, s:s, s:b}", "name", secret, "mountPath", dir, "readOnly", 1));
 	if (r == 0)
-		r = push(dig(pod, "spec.volumes"),
+		r = manifests_push(manifests_dig(pod, "spec.volumes"),
 			 json_pack("{s:s, s:{s:s}}", "name", secret, "secret", "secretName", secret));
 	return r;
 }
@@ -542,7 +382,7 @@ static int mitm_secret(json_t *pod, const char *option, const char *secret, cons
  * --mitm-debug (manifests/mitm/README.md, "Running it"). */
 static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 {
-	json_t *args = dig(pod, "spec.containers.0.args");
+	json_t *args = manifests_dig(pod, "spec.containers.0.args");
 	int r = 0;
 
 	if (x->mitm_ca_pem && *x->mitm_ca_pem)
@@ -582,9 +422,9 @@ static int render_mitm(struct render *c)
 	int r = pod && svc ? 0 : -ENOMEM;
 
 	if (r == 0)
-		r = put(dig(pod, "spec.containers.0"), "image", json_string(c->s->mitm_image));
+		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image", json_string(c->s->mitm_image));
 	if (r == 0 && rc && *rc)
-		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
 	if (r == 0 && c->s->extras)
 		r = mitm_extras(c->s->extras, pod);
 	return add_pod_and_service(c, pod, svc, r);
@@ -593,9 +433,9 @@ static int render_mitm(struct render *c)
 /* runAsUser and runAsGroup of the host user: on a pod or container security context. */
 static int host_ids(const struct up_session_spec *s, json_t *ctx, bool fs_group)
 {
-	if (!ctx || put(ctx, "runAsUser", json_integer((json_int_t)s->uid)) < 0 ||
-	    put(ctx, "runAsGroup", json_integer((json_int_t)s->gid)) < 0 ||
-	    (fs_group && put(ctx, "fsGroup", json_integer((json_int_t)s->gid)) < 0))
+	if (!ctx || manifests_put(ctx, "runAsUser", json_integer((json_int_t)s->uid)) < 0 ||
+	    manifests_put(ctx, "runAsGroup", json_integer((json_int_t)s->gid)) < 0 ||
+	    (fs_group && manifests_put(ctx, "fsGroup", json_integer((json_int_t)s->gid)) < 0))
 		return -ENOMEM;
 	return 0;
 }
@@ -609,13 +449,13 @@ static int render_ssh_agent(struct render *c)
 	int r = pod && svc ? 0 : -ENOMEM;
 
 	if (r == 0)
-		r = put(dig(pod, "spec.containers.0"), "image", json_string(c->s->agent_image));
+		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image", json_string(c->s->agent_image));
 	if (r == 0)
-		r = host_ids(c->s, dig(pod, "spec.securityContext"), true);
+		r = host_ids(c->s, manifests_dig(pod, "spec.securityContext"), true);
 	if (r == 0)
-		r = host_ids(c->s, dig(pod, "spec.containers.0.securityContext"), false);
+		r = host_ids(c->s, manifests_dig(pod, "spec.containers.0.securityContext"), false);
 	if (r == 0 && rc && *rc)
-		r = put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
 	return add_pod_and_service(c, pod, svc, r);
 }
 
@@ -623,7 +463,7 @@ static int render_ssh_agent(struct render *c)
 static int agent_ssh(struct render *c, json_t *pod)
 {
 	const struct up_ssh_keys *k = &c->s->extras->ssh;
-	json_t *spec = json_object_get(pod, "spec"), *main = dig(pod, "spec.containers.0");
+	json_t *spec = json_object_get(pod, "spec"), *main = manifests_dig(pod, "spec.containers.0");
 	json_t *mounts = json_object_get(main, "volumeMounts"), *vols = json_object_get(spec, "volumes");
 	json_t *relay = json_deep_copy(c->m->tpl[TPL_SSH_RELAY]);
 	char path[PATH_MAX];
@@ -632,28 +472,28 @@ static int agent_ssh(struct render *c, json_t *pod)
 	if (r == 0)
 		r = env_add(json_object_get(main, "env"), "SSH_AUTH_SOCK", SSH_AUTH_SOCK);
 	if (r == 0)
-		r = push(vols, json_pack("{s:s, s:{s:s}}", "name", UP_MANIFEST_SSH_PUB_SECRET, "secret",
+		r = manifests_push(vols, json_pack("{s:s, s:{s:s}}", "name", UP_MANIFEST_SSH_PUB_SECRET, "secret",
 					 "secretName", UP_MANIFEST_SSH_PUB_SECRET));
 	if (r == 0)
-		r = push(vols, json_pack("{s:s, s:{s:s, s:s}}", "name", SSH_SOCK_VOLUME, "emptyDir",
+		r = manifests_push(vols, json_pack("{s:s, s:{s:s, s:s}}", "name", SSH_SOCK_VOLUME, "emptyDir",
 					 "medium", "Memory", "sizeLimit", "8Mi"));
 	/* File by file: ~/.ssh itself stays the agent's, for known_hosts. */
 	for (size_t i = 0; r == 0 && i < k->n_pub; i++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s/.ssh/%s", c->s->home, k->pub[i].name) >=
 		    sizeof(path))
 			return json_decref(relay), -ENAMETOOLONG;
-		r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", UP_MANIFEST_SSH_PUB_SECRET,
+		r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", UP_MANIFEST_SSH_PUB_SECRET,
 					   "mountPath", path, "subPath", k->pub[i].name, "readOnly", 1));
 	}
 	if (r == 0)
-		r = push(mounts, json_pack("{s:s, s:s}", "name", SSH_SOCK_VOLUME, "mountPath", SSH_SOCK_DIR));
+		r = manifests_push(mounts, json_pack("{s:s, s:s}", "name", SSH_SOCK_VOLUME, "mountPath", SSH_SOCK_DIR));
 	if (r == 0)
-		r = put(relay, "image", json_string(c->s->agent_image));
+		r = manifests_put(relay, "image", json_string(c->s->agent_image));
 	if (r == 0)
 		r = host_ids(c->s, json_object_get(relay, "securityContext"), false);
 	if (r < 0)
 		return json_decref(relay), r;
-	return push(json_object_get(spec, "containers"), relay);
+	return manifests_push(json_object_get(spec, "containers"), relay);
 }
 
 static int agent_env(struct render *c, json_t *env)
@@ -711,13 +551,13 @@ static int agent_volumes(struct render *c, json_t *volumes, json_t *mounts)
 {
 	for (size_t i = 0; i < c->s->contrib.n_volumes; i++) {
 		const struct up_agent_volume *v = &c->s->contrib.volumes[i];
-		int r = push(volumes, volume_json(v));
+		int r = manifests_push(volumes, volume_json(v));
 		if (r == 0 && v->mount_path)
-			r = push(mounts, json_pack("{s:s, s:s, s:b}", "name", v->name, "mountPath",
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", v->name, "mountPath",
 						   v->mount_path, "readOnly", v->read_only));
 		for (size_t j = 0; r == 0 && j < v->n_files; j++)
 			if (v->files[j].mount_path)
-				r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", v->name,
+				r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", v->name,
 							   "mountPath", v->files[j].mount_path,
 							   "subPath", v->files[j].key, "readOnly",
 							   v->read_only));
@@ -739,26 +579,26 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 	if (!x)
 		return 0;
 	if (manifests_has_kube(x)) {
-		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP, "configMap",
+		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP, "configMap",
 					    "name", UP_KUBE_CONFIGMAP));
 		if (r == 0)
-			r = push(mounts, json_pack("{s:s, s:s, s:b}", "name", UP_KUBE_CONFIGMAP, "mountPath",
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", UP_KUBE_CONFIGMAP, "mountPath",
 						   UP_KUBE_AGENT_DIR, "readOnly", 1));
 	}
 	if (r == 0 && x->gitconfig && *x->gitconfig) {
-		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET, "secret", "secretName",
+		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET, "secret", "secretName",
 					    GIT_SECRET));
 		if (r == 0)
-			r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", GIT_SECRET, "mountPath",
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", GIT_SECRET, "mountPath",
 						   GIT_INCLUDE, "subPath", GIT_KEY, "readOnly", 1));
 	}
 	if (r == 0 && x->aws_creds_json && x->aws_ini) {
 		char at[4200];
 		(void)snprintf(at, sizeof(at), "%s/.aws/" AWS_AGENT_KEY, c->s->home);
-		r = push(volumes, json_pack("{s:s, s:{s:s}}", "name", AWS_AGENT_CONFIGMAP, "configMap",
+		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", AWS_AGENT_CONFIGMAP, "configMap",
 					    "name", AWS_AGENT_CONFIGMAP));
 		if (r == 0)
-			r = push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", AWS_AGENT_CONFIGMAP,
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", AWS_AGENT_CONFIGMAP,
 						   "mountPath", at, "subPath", AWS_AGENT_KEY, "readOnly", 1));
 	}
 	json_array_foreach(x->mounts, i, v) {
@@ -766,10 +606,10 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 		bool dir = json_is_true(json_object_get(v, "dir"));
 		(void)snprintf(name, sizeof(name), MOUNT_PREFIX "%zu", i);
 		if (r == 0)
-			r = push(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", name, "hostPath", "path",
+			r = manifests_push(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", name, "hostPath", "path",
 						    path, "type", dir ? "Directory" : "File"));
 		if (r == 0)
-			r = push(mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath", path,
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath", path,
 						   "readOnly", json_is_true(json_object_get(v, "read_only"))));
 	}
 	return r;
@@ -778,7 +618,7 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 static int agent_pod_fill(struct render *c, json_t *pod)
 {
 	const struct up_session_spec *s = c->s;
-	json_t *spec = json_object_get(pod, "spec"), *main = dig(pod, "spec.containers.0");
+	json_t *spec = json_object_get(pod, "spec"), *main = manifests_dig(pod, "spec.containers.0");
 	const char *rc = s->agent_runtime_class ? s->agent_runtime_class
 						: UP_AGENT_RUNTIME_CLASS_DEFAULT;
 	int r;
@@ -791,15 +631,15 @@ static int agent_pod_fill(struct render *c, json_t *pod)
 	if ((r = extras_volumes(c, json_object_get(spec, "volumes"),
 				json_object_get(main, "volumeMounts"))) < 0)
 		return r;
-	if (put(main, "image", json_string(s->agent_image)) < 0 ||
-	    (s->contrib.entrypoint && put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
-	    (s->contrib.command && put(main, "args", strv(s->contrib.command)) < 0) ||
-	    put(json_object_get(main, "resources"), "limits",
+	if (manifests_put(main, "image", json_string(s->agent_image)) < 0 ||
+	    (s->contrib.entrypoint && manifests_put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
+	    (s->contrib.command && manifests_put(main, "args", strv(s->contrib.command)) < 0) ||
+	    manifests_put(json_object_get(main, "resources"), "limits",
 		json_pack("{s:s}", "memory",
 			  s->contrib.memory_limit ? s->contrib.memory_limit
 						  : UP_AGENT_MEMORY_LIMIT_DEFAULT)) < 0 ||
-	    put(spec, "securityContext", json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
-	    (*rc && put(spec, "runtimeClassName", json_string(rc)) < 0))
+	    manifests_put(spec, "securityContext", json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
+	    (*rc && manifests_put(spec, "runtimeClassName", json_string(rc)) < 0))
 		return -ENOMEM;
 	if (manifests_has_ssh(s) && (r = agent_ssh(c, pod)) < 0)
 		return r == -EEXIST ? manifests_failf(c->err, c->err_len, "agent env SSH_AUTH_SOCK would replace "
@@ -888,9 +728,9 @@ int up_manifests_render_system(const struct up_manifests *tpl, const struct up_s
 	if (r == 0 && !*image)
 		r = manifests_failf(err, err_len, "the registry image is empty");
 	if (r == 0)
-		r = put(dig(dep, "spec.template.spec.containers.0"), "image", json_string(image));
-	if (r == 0 && (r = push(a, TAKE_PTR(ns))) == 0 && (r = push(a, TAKE_PTR(dep))) == 0)
-		r = push(a, TAKE_PTR(svc));
+		r = manifests_put(manifests_dig(dep, "spec.template.spec.containers.0"), "image", json_string(image));
+	if (r == 0 && (r = manifests_push(a, TAKE_PTR(ns))) == 0 && (r = manifests_push(a, TAKE_PTR(dep))) == 0)
+		r = manifests_push(a, TAKE_PTR(svc));
 	json_decref(ns);
 	json_decref(dep);
 	json_decref(svc);
@@ -898,152 +738,4 @@ int up_manifests_render_system(const struct up_manifests *tpl, const struct up_s
 		return json_decref(a), r;
 	*objects = a;
 	return 0;
-}
-
-/* The agent pod's hostAliases entry for `host`, added or replaced; the others stay. */
-static int set_alias(json_t *objects, const char *host, const char *ip, char *err, size_t err_len)
-{
-	json_t *pod = json_array_get(objects, json_array_size(objects) - 1), *aliases, *a;
-	const char *name = json_string_value(dig(pod, "metadata.name"));
-	size_t i;
-
-	if (!name || !streq(name, "agent"))
-		return manifests_failf(err, err_len, "the last object is not the agent pod");
-	if (!manifests_is_ip(ip))
-		return manifests_failf(err, err_len, "%s cluster IP '%s' is not an IP address", host,
-			     ip ? ip : "(null)");
-	aliases = dig(pod, "spec.hostAliases");
-	if (!aliases && put(json_object_get(pod, "spec"), "hostAliases", aliases = json_array()) < 0)
-		return -ENOMEM;
-	json_array_foreach(aliases, i, a)
-		if (streq(json_string_value(dig(a, "hostnames.0")), host))
-			return put(a, "ip", json_string(ip));
-	return push(aliases, json_pack("{s:s, s:[s]}", "ip", ip, "hostnames", host));
-}
-
-int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len)
-{
-	return set_alias(objects, "mitm", ip, err, err_len);
-}
-
-int up_manifests_set_ssh_agent_ip(json_t *objects, const char *ip, char *err, size_t err_len)
-{
-	return set_alias(objects, UP_MANIFEST_SSH_AGENT, ip, err, err_len);
-}
-
-/* "<redacted: N bytes>" for base64 text of N bytes. */
-static json_t *redacted(const char *b64text)
-{
-	size_t n = strlen(b64text), bytes = n / 4 * 3;
-	char buf[64];
-
-	if (n >= 1 && b64text[n - 1] == '=')
-		bytes--;
-	if (n >= 2 && b64text[n - 2] == '=')
-		bytes--;
-	(void)snprintf(buf, sizeof(buf), "<redacted: %zu bytes>", bytes);
-	return json_string(buf);
-}
-
-json_t *up_manifests_list(const json_t *objects, bool show_secrets)
-{
-	json_t *items = json_deep_copy(objects), *o, *v;
-	const char *k;
-	size_t i;
-
-	if (!items)
-		return NULL;
-	json_array_foreach(items, i, o) {
-		json_t *data = json_object_get(o, "data");
-		const char *kind = json_string_value(json_object_get(o, "kind"));
-		if (show_secrets || !kind || !streq(kind, "Secret"))
-			continue;
-		json_object_foreach(data, k, v)
-			if (json_object_set_new(data, k, redacted(json_is_string(v) ? json_string_value(v) : "")) < 0)
-				return json_decref(items), NULL;
-	}
-	return json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", "v1", "kind", "List", "metadata",
-			 "items", items);
-}
-
-json_t *up_manifests_find(const json_t *objects, const char *kind, const char *name)
-{
-	json_t *o;
-	size_t i;
-
-	json_array_foreach(objects, i, o) {
-		const char *k = json_string_value(json_object_get(o, "kind"));
-		const char *n = json_string_value(dig(o, "metadata.name"));
-		if (k && n && streq(k, kind) && streq(n, name))
-			return o;
-	}
-	return NULL;
-}
-
-int up_manifests_secret_get(const json_t *secret, const char *key, char **ret, size_t *len)
-{
-	const char *in = json_string_value(json_object_get(json_object_get(secret, "data"), key));
-	size_t n = in ? strlen(in) : 0, size = n / 4 * 3 + 4;
-	EVP_ENCODE_CTX *ctx;
-	unsigned char *buf;
-	int got = 0, fin = 0;
-
-	if (!in)
-		return -ENOENT;
-	if (n > INT_MAX / 2)
-		return -EINVAL;
-	ctx = EVP_ENCODE_CTX_new();
-	buf = malloc(size);
-	if (!ctx || !buf) {
-		EVP_ENCODE_CTX_free(ctx);
-		free(buf);
-		return -ENOMEM;
-	}
-	EVP_DecodeInit(ctx);
-	if (EVP_DecodeUpdate(ctx, buf, &got, (const unsigned char *)in, (int)n) < 0 ||
-	    EVP_DecodeFinal(ctx, buf + got, &fin) < 0) {
-		EVP_ENCODE_CTX_free(ctx);
-		up_free_secret((char *)buf, size);
-		return -EINVAL;
-	}
-	EVP_ENCODE_CTX_free(ctx);
-	buf[got + fin] = '\0';
-	*ret = (char *)buf;
-	*len = (size_t)(got + fin);
-	return 0;
-}
-
-json_t *up_manifests_secret_reapply(const json_t *secret)
-{
-	static const char *const server_owned[] = { "resourceVersion", "uid", "managedFields",
-		"creationTimestamp", "generation", "selfLink", "deletionTimestamp",
-		"deletionGracePeriodSeconds" };
-	const char *kind = json_string_value(json_object_get(secret, "kind"));
-	json_t *o, *md;
-
-	if ((kind && !streq(kind, "Secret")) || !json_is_object(json_object_get(secret, "data")) ||
-	    !json_is_object(json_object_get(secret, "metadata")))
-		return NULL;
-	o = json_deep_copy(secret);
-	md = json_object_get(o, "metadata");
-	if (!o || json_object_set_new(o, "apiVersion", json_string("v1")) < 0 ||
-	    json_object_set_new(o, "kind", json_string("Secret")) < 0) {
-		json_decref(o);
-		return NULL;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(server_owned); i++)
-		(void)json_object_del(md, server_owned[i]);
-	(void)json_object_del(o, "status");
-	return o;
-}
-
-int up_manifests_secret_put(json_t *secret, const char *key, const char *data, size_t len)
-{
-	json_t *d = json_object_get(secret, "data");
-	json_t *old = json_object_get(d, key);
-
-	/* The old value held a credential too: wiped before it goes. */
-	if (json_is_string(old))
-		explicit_bzero((char *)json_string_value(old), json_string_length(old));
-	return d ? data_put(secret, true, key, data, len) : -EINVAL;
 }
