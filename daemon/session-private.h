@@ -125,6 +125,7 @@ void session_start_waiting(struct up_session *s);
 typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
 int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
 int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
+int session_delete(struct up_session *s, const char *path, session_done_fn done) _wur_;
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
 void session_save(struct up_session *s);
 /* The desktop notifier, or NULL when the session is quiet (notifications: false). */

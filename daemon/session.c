@@ -172,102 +172,6 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 					       up_session_state_to_name(to), "reason", reason));
 }
 
-/* ---- Kubernetes calls the session owns ---- */
-
-struct scall {
-	struct up_session *s;
-	struct up_kube_call *call;
-	void (*done)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
-};
-
-static void on_call(const struct up_kube_error *err, json_t *obj, void *ud)
-{
-	struct scall *c = ud;
-	struct up_session *s = c->s;
-	void (*done)(struct up_session *, const struct up_kube_error *, json_t *) = c->done;
-
-	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
-		if (s->calls[i] == c)
-			s->calls[i] = NULL;
-	free(c);
-	done(s, err, obj);
-}
-
-static int track(struct up_session *s, struct scall *c)
-{
-	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
-		if (!s->calls[i]) {
-			s->calls[i] = c;
-			return 0;
-		}
-	return -E2BIG;
-}
-
-static struct scall *scall_new(struct up_session *s,
-			       void (*done)(struct up_session *, const struct up_kube_error *, json_t *))
-{
-	struct scall *c = calloc(1, sizeof(*c));
-
-	if (c) {
-		c->s = s;
-		c->done = done;
-	}
-	return c;
-}
-
-enum call_kind { CALL_APPLY, CALL_DELETE, CALL_GET };
-
-static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, const char *path,
-			void (*done)(struct up_session *, const struct up_kube_error *, json_t *))
-{
-	struct up_kube *k = up_cluster_kube(s->cluster);
-	struct scall *c;
-	int r;
-
-	if (!k)
-		return -ENOTCONN;
-	c = scall_new(s, done);
-	if (!c)
-		return -ENOMEM;
-	r = track(s, c);
-	if (r >= 0 && kind == CALL_APPLY)
-		r = up_kube_apply(k, obj, false, on_call, c, &c->call);
-	else if (r >= 0 && kind == CALL_DELETE)
-		r = up_kube_delete(k, path, on_call, c, &c->call);
-	else if (r >= 0)
-		r = up_kube_get(k, path, on_call, c, &c->call);
-	if (r < 0) {
-		for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
-			if (s->calls[i] == c)
-				s->calls[i] = NULL;
-		free(c);
-		return r;
-	}
-	if (kind == CALL_APPLY)
-		s->applied_anything = true;
-	return 0;
-}
-
-void session_cancel_work(struct up_session *s)
-{
-	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
-		if (s->calls[i]) {
-			up_kube_cancel(s->calls[i]->call);
-			free(s->calls[i]);
-			s->calls[i] = NULL;
-		}
-	if (s->resolve) {
-		up_resolve_cancel(s->resolve);
-		s->resolve = NULL;
-	}
-	if (s->image) {
-		up_image_cancel(s->image);
-		s->image = NULL;
-	}
-	if (s->timer)
-		(void)uv_timer_stop(s->timer);
-}
-
 static void timer_closed(uv_handle_t *h)
 {
 	free(h);
@@ -277,16 +181,6 @@ void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
 {
 	if (s->timer && !s->all->closing)
 		(void)uv_timer_start(s->timer, cb, ms, 0);
-}
-
-int session_apply(struct up_session *s, json_t *obj, session_done_fn done)
-{
-	return session_call(s, CALL_APPLY, obj, NULL, done);
-}
-
-int session_get(struct up_session *s, const char *path, session_done_fn done)
-{
-	return session_call(s, CALL_GET, NULL, path, done);
 }
 
 /* ---- the way down ---- */
@@ -353,7 +247,7 @@ void session_delete_namespace(struct up_session *s)
 	char path[128];
 
 	if (up_kube_path(path, sizeof(path), "Namespace", NULL, s->ns) < 0 ||
-	    session_call(s, CALL_DELETE, NULL, path, on_namespace_deleted) < 0) {
+	    session_delete(s, path, on_namespace_deleted) < 0) {
 		struct up_kube_error e = { .r = -ENOTCONN };
 		(void)snprintf(e.message, sizeof(e.message), "the deploy cluster is not available");
 		on_namespace_deleted(s, &e, NULL);
@@ -672,7 +566,7 @@ static void apply_agent_pod(struct up_session *s)
 		return;
 	}
 	s->t_submitted = uv_hrtime();
-	if (session_call(s, CALL_APPLY, pod, NULL, on_agent_applied) < 0)
+	if (session_apply(s, pod, on_agent_applied) < 0)
 		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 }
 
@@ -720,7 +614,7 @@ static void on_namespace_applied(struct up_session *s, const struct up_kube_erro
 		json_t *o = json_array_get(s->objects, i);
 		if (is_agent_pod(o))
 			continue;
-		if (session_call(s, CALL_APPLY, o, NULL, on_object_applied) < 0) {
+		if (session_apply(s, o, on_object_applied) < 0) {
 			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 			return;
 		}
@@ -779,7 +673,7 @@ static void step_deploy(struct up_session *s)
 	session_set_state(s, UP_SESSION_DEPLOYING, NULL);
 	s->t_deploy = uv_hrtime();
 	session_progress(s, "deploy", 0, 1, "creating namespace %s", s->ns);
-	if (session_call(s, CALL_APPLY, json_array_get(s->objects, 0), NULL, on_namespace_applied) < 0)
+	if (session_apply(s, json_array_get(s->objects, 0), on_namespace_applied) < 0)
 		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 }
 
