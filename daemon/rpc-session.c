@@ -152,7 +152,7 @@ static const char *named(const json_t *from_files, const char *canon, const char
 static int check_start(const struct start_params *p, const struct up_sessions *all, const json_t *from,
 		       struct up_session_opts *o, char *why, size_t len)
 {
-	char at[PATH_MAX + 64];
+	char at[512]; /* FILE:LINE: key, cut short for a very long path */
 	const struct up_agent_impl *a = up_agent_find(p->agent);
 	char known[256], err[256];
 	size_t i;

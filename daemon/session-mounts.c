@@ -427,7 +427,7 @@ static int ssh_clash(const char *what, const char *path, const char *home, const
 			continue;
 		(void)snprintf(dot_ssh, sizeof(dot_ssh), "%s/.ssh", homes[h]);
 		if (under(dot_ssh, path))
-			return snprintf(why, len, "--ssh-key-dir cannot be used with %s %s: it holds %s, "
+			return snprintf(why, len, "--ssh-key-dir cannot be used with %s %s: it holds %.300s, "
 					"where the public keys are mounted file by file, and the container "
 					"runtime would create them in your own ~/.ssh (and show the agent "
 					"any private key in it); mount a folder that does not hold ~/.ssh",
