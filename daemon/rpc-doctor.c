@@ -62,7 +62,7 @@ struct local_check {
 
 struct local {
 	char server[512]; /* the deploy cluster's API server, "" if unknown */
-	struct local_check kubectl, docker, docker_daemon, registries, secrets, notifications;
+	struct local_check kubectl, docker, docker_daemon, optional, registries, secrets, notifications;
 };
 
 static void set(struct local_check *c, const char *status, const char *fix, const char *fmt, ...)
@@ -110,6 +110,44 @@ static void check_tools(struct local *l)
 		set(&l->docker, "fail",
 		    "sudo apt install docker.io && sudo usermod -aG docker $USER (then log in again)",
 		    "docker is not on PATH (%s); agent images are built with it", getenv("PATH") ? getenv("PATH") : "unset");
+}
+
+/* What only some flags need: each missing one is said with the flag it serves. */
+static void check_optional_tools(struct local *l)
+{
+	static const struct {
+		const char *tool, *serves, *package;
+	} tools[] = {
+		{ "git", "your git identity in the agent", "git" },
+		{ "ssh-keygen", "--ssh-key-dir", "openssh-client" },
+		{ "aws", "--aws-profiles", "awscli" },
+	};
+	char path[PATH_MAX], found[512] = "", missing[512] = "", fix[256] = "";
+	size_t nf = 0, nm = 0, nx = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
+		bool ok = find_in_path(tools[i].tool, path, sizeof(path));
+		if (ok)
+			nf += (size_t)snprintf(found + nf, sizeof(found) - nf, "%s%s", nf ? ", " : "",
+					       tools[i].tool);
+		else {
+			nm += (size_t)snprintf(missing + nm, sizeof(missing) - nm, "%s%s (for %s)",
+					       nm ? ", " : "", tools[i].tool, tools[i].serves);
+			nx += (size_t)snprintf(fix + nx, sizeof(fix) - nx, "%s%s", nx ? " " : "",
+					       tools[i].package);
+		}
+		nf = nf < sizeof(found) ? nf : sizeof(found) - 1;
+		nm = nm < sizeof(missing) ? nm : sizeof(missing) - 1;
+		nx = nx < sizeof(fix) ? nx : sizeof(fix) - 1;
+	}
+	if (!missing[0])
+		set(&l->optional, "ok", NULL, "%s", found);
+	else
+		set(&l->optional, "warn", NULL, "not on uplinkd's PATH: %s; the rest works without %s",
+		    missing, nm && strchr(missing, ',') ? "them" : "it");
+	if (missing[0])
+		(void)snprintf(l->optional.fix, sizeof(l->optional.fix),
+			       "sudo apt install %s (needed only for what is named above)", fix);
 }
 
 static void check_docker_daemon(struct local *l)
@@ -340,11 +378,13 @@ static void local_run(struct local *l)
 	l->kubectl.name = "kubectl";
 	l->docker.name = "docker";
 	l->docker_daemon.name = "docker daemon";
+	l->optional.name = "optional tools";
 	l->registries.name = "registries.yaml";
 	l->secrets.name = "Secret Service";
 	l->notifications.name = "notifications";
 	check_tools(l);
 	check_docker_daemon(l);
+	check_optional_tools(l);
 	check_registries(l);
 	check_user_bus(l);
 }
@@ -469,6 +509,7 @@ static void on_local_done(uv_work_t *w, int status)
 	add_local(d, &l->kubectl);
 	add_local(d, &l->docker);
 	add_local(d, &l->docker_daemon);
+	add_local(d, &l->optional);
 	check_network_policy(d);
 	add_local(d, &l->registries);
 	add_local(d, &l->secrets);

@@ -67,8 +67,8 @@ def test_order_after_the_kubernetes_checks(run_doctor):
     names = [c["name"] for c in res["checks"]]
     assert names[:6] == ["kubeconfig", "deploy context", "API server", "credentials", "runtime class",
                          "registry"]
-    assert names[6:] == ["kubectl", "docker", "docker daemon", "network policy", "registries.yaml",
-                         "Secret Service", "notifications", "uplinkd"]
+    assert names[6:] == ["kubectl", "docker", "docker daemon", "optional tools", "network policy",
+                         "registries.yaml", "Secret Service", "notifications", "uplinkd"]
     for c in res["checks"]:
         assert c["status"] in ("ok", "warn", "fail", "skip")
         if c["status"] in ("warn", "fail"):
@@ -96,6 +96,25 @@ def test_tools_missing(run_doctor, tmpdir_short):
     dk = check(res, "docker")
     assert dk["status"] == "fail" and "apt install docker.io" in dk["fix"]
     assert check(res, "docker daemon")["status"] == "skip"
+
+
+def test_optional_tools(run_doctor, tmpdir_short):
+    d = tmpdir_short / "opt"
+    d.mkdir()
+    for tool in ("docker", "kubectl", "git", "ssh-keygen", "aws"):
+        (d / tool).write_text(FAKE_DOCKER_OK if tool == "docker" else "#!/bin/sh\nexit 0\n")
+        (d / tool).chmod(0o755)
+    rc, res, _ = run_doctor(env={"PATH": str(d)})
+    assert check(res, "optional tools") == {"name": "optional tools", "status": "ok", "fix": None,
+                                            "detail": "git, ssh-keygen, aws"}
+    (d / "aws").unlink()
+    (d / "ssh-keygen").unlink()
+    rc, res, _ = run_doctor(env={"PATH": str(d)})
+    c = check(res, "optional tools")
+    assert c["status"] == "warn" and rc == 0  # a warning: only some flags need them
+    assert c["detail"] == ("not on uplinkd's PATH: ssh-keygen (for --ssh-key-dir), aws (for --aws-profiles); "
+                           "the rest works without them")
+    assert c["fix"] == "sudo apt install openssh-client awscli (needed only for what is named above)"
 
 
 def test_docker_daemon_unreachable(run_doctor, tmpdir_short):
