@@ -283,6 +283,21 @@ void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const c
 					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
 }
 
+void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
+			const char *pod, const char *why, const char *fails)
+{
+	char summary[256], body[1536];
+
+	if (!n)
+		return;
+	(void)snprintf(summary, sizeof(summary), "%s: pod %s is down", agent ? agent : "agent", pod);
+	(void)snprintf(body, sizeof(body), "Session %s: %s; %s. Kubernetes restarts it; if it stays "
+		       "down, see kubectl -n agent-uplink-%s describe pod %s.", session_id ? session_id : "?",
+		       why ? why : "not ready", fails ? fails : "", session_id ? session_id : "?", pod);
+	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_ERROR,
+					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
+}
+
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what)
 {
 	uint64_t count = 0, total = 0;

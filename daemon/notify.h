@@ -80,6 +80,9 @@ void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const c
  * one notification a minute per session, counting those in between. Returns true
  * when one went out now.
  */
+/* A pod the session needs (the proxy, the ssh-agent holder) stopped being Ready while it runs. */
+void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
+			const char *pod, const char *why, const char *fails);
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what);
 
 /* ---- pure parts, for the backends and the unit tests ---- */

@@ -14,6 +14,7 @@
 #include "kube.h"
 #include "log.h"
 #include "manifests.h"
+#include "notify.h"
 #include "rpc.h"
 #include "session-audit.h"
 #include "session-private.h"
@@ -94,6 +95,36 @@ static void running(struct up_session *s)
 	}
 }
 
+/*
+ * RUNNING: the proxy or the ssh-agent holder stopped being Ready (Kubernetes restarts it).
+ * The agent reaches nothing (or no SSH key) meanwhile: said once per outage, in the log and
+ * on the desktop, and its end in the log.
+ */
+static void side_pod(struct up_session *s, const char *name, bool ready, json_t *pod)
+{
+	bool mitm = !strcmp(name, "mitm");
+	bool *was = mitm ? &s->mitm_ready : &s->ssh_agent_ready, *down = mitm ? &s->mitm_down : &s->ssh_agent_down;
+	const char *fails = mitm ? "the agent reaches no host until it is back" :
+				   "the agent cannot use its SSH keys until it is back";
+
+	if (!mitm && strcmp(name, UP_MANIFEST_SSH_AGENT) != 0)
+		return;
+	if (*was && !ready && !*down) {
+		s->waiting[0] = '\0';
+		if (pod)
+			note_waiting(s, name, pod);
+		log_warning("Session %s: pod %s is no longer Ready (%s); %s", s->id, name,
+			    s->waiting[0] ? s->waiting : "not ready", fails);
+		up_notify_pod_down(session_notifier(s), s->o.agent ? s->o.agent : up_record_agent(s->record),
+				   s->id, name, s->waiting[0] ? s->waiting : "not ready", fails);
+		*down = true;
+	} else if (ready && *down) {
+		log_info("Session %s: pod %s is Ready again", s->id, name);
+		*down = false;
+	}
+	*was = ready;
+}
+
 void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod)
 {
 	const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
@@ -120,6 +151,8 @@ void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod
 		session_teardown(s);
 		return;
 	}
+	if (s->state == UP_SESSION_RUNNING && ev != UP_WATCH_ADDED)
+		side_pod(s, name, ev != UP_WATCH_DELETED && pod_ready(pod), pod);
 	if (s->state != UP_SESSION_STARTING)
 		return;
 	if (!strcmp(name, "agent"))

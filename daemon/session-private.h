@@ -62,6 +62,7 @@ struct up_session {
 	enum up_error prep_e;
 	bool agent_ready, mitm_ready, applied_anything, freeing;
 	bool need_ssh_agent, ssh_agent_ready; /* the holder pod, with --ssh-key-dir keys */
+	bool mitm_down, ssh_agent_down;       /* RUNNING, and told that this pod stopped being Ready */
 	char waiting[512]; /* the last reason a pod gave for not starting */
 	char registry_problem[1024]; /* registries.yaml, read on the threadpool */
 	char server[512];            /* the deploy cluster's URL, for the threadpool */

@@ -199,6 +199,11 @@ class FakeKube:
         return self.store.life.terminate_container(ns, name, container, exit_code, reason,
                                                    message)
 
+    def set_container_ready(self, ns, name, container, ready, reason=None, message=None):
+        """A readiness probe failing (ready False; the container waits with `reason`) or
+        passing again: the pod's Ready condition follows."""
+        return self.store.life.set_container_ready(ns, name, container, ready, reason, message)
+
     def pod_log(self, ns, name, text, container=None):
         """Append text to a container's log (followers receive it)."""
         with self.store.cond:

@@ -483,6 +483,39 @@ class Lifecycle:
                     cond["status"] = "False"
             return self.store.put_internal(k, pod)
 
+    def set_container_ready(self, ns, name, container, ready, reason=None, message=None):
+        """The kubelet's readiness probe failed (ready False: the container waits with
+        `reason`, e.g. CrashLoopBackOff) or passes again.  Returns the updated pod."""
+        k = BY_KIND["Pod"]
+        with self.store.cond:
+            pod = self.store.get(k, ns, name)
+            st = pod.setdefault("status", {})
+            cstats = [c for c in st.get("containerStatuses") or [] if c["name"] == container]
+            if not cstats:
+                raise E.bad_request('container "%s" is not valid for pod "%s"' % (container, name))
+            now = _ts()
+            cs = cstats[0]
+            cs["ready"] = bool(ready)
+            if ready:
+                cs["state"] = {"running": {"startedAt": now}}
+            else:
+                cs["state"] = {"waiting": {"reason": reason or "CrashLoopBackOff",
+                                           **({"message": message} if message else {})}}
+            unready = [c["name"] for c in st["containerStatuses"] if not c.get("ready")]
+            for cond in st.get("conditions") or []:
+                if cond["type"] in ("Ready", "ContainersReady"):
+                    newstat = "False" if unready else "True"
+                    if cond["status"] != newstat:
+                        cond["lastTransitionTime"] = now
+                    cond["status"] = newstat
+                    if unready:
+                        cond["reason"] = "ContainersNotReady"
+                        cond["message"] = "containers with unready status: [%s]" % " ".join(unready)
+                    else:
+                        cond.pop("reason", None)
+                        cond.pop("message", None)
+            return self.store.put_internal(k, pod)
+
     def graceful_delete_pod(self, pod, grace):
         k = BY_KIND["Pod"]
         pod = copy.deepcopy(pod)

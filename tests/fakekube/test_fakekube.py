@@ -669,6 +669,25 @@ def test_pod_ready_then_terminated_with_exit_code(fk, api, ns):
     cc.close()
 
 
+def test_readiness_lost_and_regained(fk, api, ns):
+    api.request("POST", "/api/v1/namespaces/%s/pods" % ns, pod("svc"))
+    fk.wait_for(lambda: fk.get("Pod", ns, "svc")["status"]["phase"] == "Running")
+    rv = fk.get("Pod", ns, "svc")["metadata"]["resourceVersion"]
+    r, c = Client(fk).stream("/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s" % (ns, rv))
+    fk.set_container_ready(ns, "svc", "main", False, reason="CrashLoopBackOff", message="back-off 10s")
+    st = events(r, 1)[0]["object"]["status"]
+    assert st["phase"] == "Running"  # the pod lives; its container does not answer its probe
+    conds = {x["type"]: x for x in st["conditions"]}
+    assert conds["Ready"]["status"] == "False" and conds["Ready"]["reason"] == "ContainersNotReady"
+    w = st["containerStatuses"][0]["state"]["waiting"]
+    assert w == {"reason": "CrashLoopBackOff", "message": "back-off 10s"}
+    fk.set_container_ready(ns, "svc", "main", True)
+    st = events(r, 1)[0]["object"]["status"]
+    assert {x["type"]: x["status"] for x in st["conditions"]}["Ready"] == "True"
+    assert "running" in st["containerStatuses"][0]["state"]
+    c.close()
+
+
 def test_never_ready_pod_and_events(fk, api, ns):
     api.request("POST", "/api/v1/namespaces/%s/pods" % ns,
                 pod("stuck", annotations={"fakekube/never-ready": "true"}))

@@ -104,3 +104,27 @@ def test_notifications_false_in_a_config_file_keeps_the_session_quiet(env):
     sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
     e.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=0, reason="Completed")
     assert len(settle(bus, 1)) == 1
+
+
+def test_a_proxy_that_stops_being_ready_is_told_once(env):
+    e, bus = env
+    sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
+    bus.clear()
+    ns = f"agent-uplink-{sid}"
+    e.fk.set_container_ready(ns, "mitm", "mitm", False, reason="CrashLoopBackOff")
+    calls = settle(bus, 1)
+    assert len(calls) == 1, calls
+    n = calls[0]
+    assert n["summary"] == "claude: pod mitm is down" and n["urgency"] == 2
+    assert f"Session {sid}: " in n["body"] and "the agent reaches no host until it is back" in n["body"]
+    assert f"kubectl -n agent-uplink-{sid} describe pod mitm" in n["body"]
+    logs = e.daemon.logs()
+    assert f"Session {sid}: pod mitm is no longer Ready (pod mitm is Running, container mitm waiting: " \
+        "CrashLoopBackOff)" in logs
+    # the session itself goes on: Kubernetes restarts the proxy; its return is logged, and a
+    # second outage is told again
+    assert e.session(sid)["state"] == "RUNNING"
+    e.fk.set_container_ready(ns, "mitm", "mitm", True)
+    wait_for(lambda: f"Session {sid}: pod mitm is Ready again" in e.daemon.logs(), what="the return")
+    e.fk.set_container_ready(ns, "mitm", "mitm", False, reason="Error")
+    assert len(settle(bus, 2)) == 2
