@@ -134,6 +134,29 @@ def _selector_matches(sel, labels):
     return True
 
 
+
+def _ready_conditions(st, cstats, now, all_done):
+    """The pod's Ready and ContainersReady conditions (and PodReadyToStartContainers at the
+    end) as its containers' readiness says, the way the kubelet keeps them."""
+    unready = [c["name"] for c in cstats if not c.get("ready")]
+    for cond in st.get("conditions") or []:
+        if cond["type"] in ("Ready", "ContainersReady"):
+            newstat = "False" if unready else "True"
+            if cond["status"] != newstat:
+                cond["lastTransitionTime"] = now
+            cond["status"] = newstat
+            if all_done:
+                cond["reason"] = "PodCompleted"
+                cond.pop("message", None)
+            elif unready:
+                cond["reason"] = "ContainersNotReady"
+                cond["message"] = "containers with unready status: [%s]" % " ".join(unready)
+            else:
+                cond.pop("reason", None)
+                cond.pop("message", None)
+        if cond["type"] == "PodReadyToStartContainers" and all_done:
+            cond["status"] = "False"
+
 class Lifecycle:
     def __init__(self, store):
         self.store = store
@@ -462,25 +485,7 @@ class Lifecycle:
             if all_done:
                 failed = any(c["state"]["terminated"]["exitCode"] != 0 for c in cstats)
                 st["phase"] = "Failed" if failed else "Succeeded"
-            unready = [c["name"] for c in cstats if not c.get("ready")]
-            for cond in st.get("conditions") or []:
-                if cond["type"] in ("Ready", "ContainersReady"):
-                    newstat = "False" if unready else "True"
-                    if cond["status"] != newstat:
-                        cond["lastTransitionTime"] = now
-                    cond["status"] = newstat
-                    if all_done:
-                        cond["reason"] = "PodCompleted"
-                        cond.pop("message", None)
-                    elif unready:
-                        cond["reason"] = "ContainersNotReady"
-                        cond["message"] = "containers with unready status: [%s]" % " ".join(
-                            unready)
-                    else:
-                        cond.pop("reason", None)
-                        cond.pop("message", None)
-                if cond["type"] == "PodReadyToStartContainers" and all_done:
-                    cond["status"] = "False"
+            _ready_conditions(st, cstats, now, all_done)
             return self.store.put_internal(k, pod)
 
     def set_container_ready(self, ns, name, container, ready, reason=None, message=None):
@@ -501,19 +506,7 @@ class Lifecycle:
             else:
                 cs["state"] = {"waiting": {"reason": reason or "CrashLoopBackOff",
                                            **({"message": message} if message else {})}}
-            unready = [c["name"] for c in st["containerStatuses"] if not c.get("ready")]
-            for cond in st.get("conditions") or []:
-                if cond["type"] in ("Ready", "ContainersReady"):
-                    newstat = "False" if unready else "True"
-                    if cond["status"] != newstat:
-                        cond["lastTransitionTime"] = now
-                    cond["status"] = newstat
-                    if unready:
-                        cond["reason"] = "ContainersNotReady"
-                        cond["message"] = "containers with unready status: [%s]" % " ".join(unready)
-                    else:
-                        cond.pop("reason", None)
-                        cond.pop("message", None)
+            _ready_conditions(st, st["containerStatuses"], now, False)
             return self.store.put_internal(k, pod)
 
     def graceful_delete_pod(self, pod, grace):
