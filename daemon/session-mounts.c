@@ -346,10 +346,11 @@ static int check_deploy_cluster(struct up_session *s, char *why, size_t len)
 			continue;
 		if (!x->expose_deploy)
 			return snprintf(why, len, "--kube-context %s: this is the cluster uplink runs the "
-					"session in (%s); with it the agent could read its own session's "
+					"session in (%s:%d); with it the agent could read its own session's "
 					"Secrets, the credentials the proxy injects among them. Expose another "
 					"cluster, or pass --expose-deploy-cluster if this context cannot read "
-					"Secrets in agent-uplink-* namespaces", c->name, s->server), -EINVAL;
+					"Secrets in agent-uplink-* namespaces", c->name, c->host, (int)c->port),
+			       -EINVAL;
 		if (json_array_append_new(s->warnings, json_sprintf(
 			    "--expose-deploy-cluster: --kube-context %s reaches the cluster this session runs "
 			    "in; whatever it may read there (Secrets of agent-uplink-%s included), the agent "

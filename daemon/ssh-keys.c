@@ -313,9 +313,12 @@ static int derive_pub(struct scan *sc, char **envp, const struct up_ssh_file *ke
 		name_key(reason, sizeof(reason), path);
 	} else {
 		size_t n = strcspn(out, "\n");
-		if (!(pub->name = malloc(strlen(key->name) + 5)) || !(pub->data = malloc(n + 2)))
+		if (asprintf(&pub->name, "%s.pub", key->name) < 0) {
+			pub->name = NULL;
 			return -ENOMEM;
-		(void)sprintf(pub->name, "%s.pub", key->name);
+		}
+		if (!(pub->data = malloc(n + 2)))
+			return -ENOMEM;
 		memcpy(pub->data, out, n);
 		pub->data[n] = '\n';
 		pub->data[n + 1] = '\0';

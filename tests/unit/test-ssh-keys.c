@@ -158,7 +158,8 @@ static void test_no_private_keys(void **state)
 	put("config", "Host *\n", 7);
 	put("id_old.pub", "ssh-ed25519 AAAA\n", 17);
 	put("id-cert.pub", "ssh-ed25519-cert-v01@openssh.com AAAA\n", 38);
-	assert_int_equal(mkdir(strcat(strcpy(why, dir), "/sub"), 0700), 0);
+	(void)snprintf(why, sizeof(why), "%s/sub", dir);
+	assert_int_equal(mkdir(why, 0700), 0);
 	assert_int_equal(load(0, &k, &no_keys, why, sizeof(why)), 0); /* root is fine without keys */
 	assert_true(no_keys);
 	assert_int_equal(k.n_keys + k.n_pub, 0);
