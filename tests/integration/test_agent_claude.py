@@ -13,14 +13,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from uplinktest import ROOT, Daemon, build_dir
+from uplinktest import ROOT, Daemon, TokenServer, build_dir
 
 FIXTURES = ROOT / "tests" / "data" / "agents" / "claude"
 CONTEXT = ROOT / "agents" / "claude"
@@ -54,38 +52,6 @@ def home():
 
 
 # ---------------------------------------------------------------- OAuth refresh
-
-class TokenServer:
-    """A stand-in for the OAuth token endpoint: records each request, answers as told."""
-
-    def __init__(self):
-        self.requests = []
-        self.status, self.body = 200, {}
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", "0"))
-                outer.requests.append((self.path, dict(self.headers), self.rfile.read(n)))
-                body = outer.body if isinstance(outer.body, bytes) else json.dumps(outer.body).encode()
-                self.send_response(outer.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/oauth/token"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture
 def token_server():

@@ -6,52 +6,26 @@ rules Secret in the fake cluster."""
 
 import base64
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
-from uplinktest import Rpc, wait_for
-
-
-class TokenEndpoint:
-    """The OAuth token endpoint: each refresh grant gets a new token, valid `expires_in`."""
-
-    def __init__(self, expires_in):
-        self.grants = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                outer.grants += 1
-                body = json.dumps({
-                    "access_token": f"sk-ant-oat01-REFRESHSENTINEL-{outer.grants}",
-                    "refresh_token": f"sk-ant-ort01-REFRESHSENTINEL-r{outer.grants}",
-                    "expires_in": expires_in, "token_type": "Bearer"}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/oauth/token"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from uplinktest import Rpc, TokenServer, wait_for
 
 
 @pytest.fixture
 def token():
-    t = TokenEndpoint(expires_in=200)
+    """Each refresh grant gets a new token, valid 200 s (a few seconds here)."""
+    t = TokenServer()
+    t.grants = 0
+
+    def grant():
+        t.grants += 1
+        return {"access_token": f"sk-ant-oat01-REFRESHSENTINEL-{t.grants}",
+                "refresh_token": f"sk-ant-ort01-REFRESHSENTINEL-r{t.grants}",
+                "expires_in": 200, "token_type": "Bearer"}
+    t.body = grant
     yield t
     t.close()
 

@@ -8,7 +8,9 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,3 +255,37 @@ class Daemon:
             self.stop(signal.SIGKILL)
         if self.notify:
             self.notify.close()
+
+
+class TokenServer:
+    """A stand-in for the OAuth token endpoint: records each request, answers as told (`body`:
+    bytes, a JSON value, or a function returning one per request)."""
+
+    def __init__(self):
+        self.requests = []
+        self.status, self.body = 200, {}
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                outer.requests.append((self.path, dict(self.headers), self.rfile.read(n)))
+                body = outer.body() if callable(outer.body) else outer.body
+                body = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(outer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/oauth/token"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
