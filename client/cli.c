@@ -22,14 +22,16 @@ static int report_transport(struct up_cli *cli, int r)
 		return UP_EXIT_UNREACHABLE;
 	}
 	if (r == -EACCES || r == -EPERM) {
-		fprintf(stderr, "uplink: not allowed to connect to %s: %s.\n"
-				"The socket belongs to another user; use your own uplinkd.\n",
+		fprintf(stderr,
+			"uplink: not allowed to connect to %s: %s.\n"
+			"The socket belongs to another user; use your own uplinkd.\n",
 			cli->socket_path, strerror(-r));
 		return UP_EXIT_UNREACHABLE;
 	}
 	if (r == -ETIMEDOUT) {
-		fprintf(stderr, "uplink: uplinkd at %s did not answer within %d s; "
-				"see its log: journalctl --user -u uplinkd\n",
+		fprintf(stderr,
+			"uplink: uplinkd at %s did not answer within %d s; "
+			"see its log: journalctl --user -u uplinkd\n",
 			cli->socket_path, UP_CLIENT_TIMEOUT_MS / 1000);
 		return UP_EXIT_UNREACHABLE;
 	}
@@ -53,7 +55,7 @@ static int report_error(struct up_rpc_error *err)
 
 int up_cli_connect(struct up_cli *cli)
 {
-	struct up_rpc_error err = { 0 };
+	struct up_rpc_error err = {0};
 	json_t *result = NULL;
 	int r;
 
@@ -61,17 +63,19 @@ int up_cli_connect(struct up_cli *cli)
 		return 0;
 	r = up_socket_path(cli->socket_path, sizeof(cli->socket_path));
 	if (r < 0) {
-		fprintf(stderr, "uplink: the socket path is longer than %d bytes; "
-				"set " UP_SOCKET_ENV " to a shorter one\n", UP_MAX_SOCKET_PATH);
+		fprintf(stderr,
+			"uplink: the socket path is longer than %d bytes; "
+			"set " UP_SOCKET_ENV " to a shorter one\n",
+			UP_MAX_SOCKET_PATH);
 		return UP_EXIT_USAGE;
 	}
 	r = up_rpc_client_connect(cli->socket_path, &cli->rpc);
 	if (r < 0)
 		return report_transport(cli, r);
-	r = up_rpc_client_call(cli->rpc, "daemon.hello",
-			       json_pack("{s:i, s:s}", "protocol", UP_PROTOCOL_VERSION, "client",
-					 UPLINK_VERSION),
-			       UP_CLIENT_TIMEOUT_MS, NULL, NULL, &result, &err);
+	r = up_rpc_client_call(
+		cli->rpc, "daemon.hello",
+		json_pack("{s:i, s:s}", "protocol", UP_PROTOCOL_VERSION, "client", UPLINK_VERSION),
+		UP_CLIENT_TIMEOUT_MS, NULL, NULL, &result, &err);
 	json_decref(result);
 	if (r < 0)
 		return report_transport(cli, r);
@@ -87,7 +91,7 @@ int up_cli_report(struct up_cli *cli, int r, struct up_rpc_error *err)
 
 int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, json_t **result)
 {
-	struct up_rpc_error err = { 0 };
+	struct up_rpc_error err = {0};
 	int r = up_cli_connect(cli);
 
 	if (r != 0) {

@@ -10,10 +10,10 @@
 /* Exit codes of every command (documented in `uplink --help`). */
 enum {
 	UP_EXIT_OK = 0,
-	UP_EXIT_FAILED = 1,      /* the daemon refused or the operation failed */
-	UP_EXIT_USAGE = 2,       /* bad command line */
+	UP_EXIT_FAILED = 1,	 /* the daemon refused or the operation failed */
+	UP_EXIT_USAGE = 2,	 /* bad command line */
 	UP_EXIT_UNREACHABLE = 3, /* no uplinkd answers on the socket */
-	UP_EXIT_MISMATCH = 4,    /* uplink and uplinkd speak different protocols */
+	UP_EXIT_MISMATCH = 4,	 /* uplink and uplinkd speak different protocols */
 };
 
 struct up_cli {

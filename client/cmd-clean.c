@@ -32,13 +32,13 @@ struct clean_opts {
 static int parse_clean(const struct up_command *cmd, int argc, char **argv, struct clean_opts *o)
 {
 	static const struct option opts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		{ "older-than", required_argument, NULL, 'o' },
-		{ "yes", no_argument, NULL, 'y' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "deploy-context", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"all", no_argument, NULL, 'a'},
+		{"older-than", required_argument, NULL, 'o'},
+		{"yes", no_argument, NULL, 'y'},
+		{"wait", no_argument, NULL, 'w'},
+		{"deploy-context", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	char err[256];
 	uint64_t secs;
@@ -70,7 +70,8 @@ static int parse_clean(const struct up_command *cmd, int argc, char **argv, stru
 	if (n == 0)
 		return clean_error("clean needs SESSION id(s), --all, or --older-than");
 	if (n > 1)
-		return clean_error("clean takes exactly one of SESSION id(s), --all, or --older-than");
+		return clean_error(
+			"clean takes exactly one of SESSION id(s), --all, or --older-than");
 	return 0;
 }
 
@@ -112,12 +113,14 @@ static void print_targets(json_t *targets)
 	size_t i;
 
 	fprintf(stderr, "will delete:\n");
-	json_array_foreach(targets, i, t) {
+	json_array_foreach (targets, i, t) {
 		char age[UP_DURATION_FORMAT_MAX] = "0s";
-		if (up_duration_format(json_integer_value(json_object_get(t, "age")), age, sizeof(age)) < 0)
+		if (up_duration_format(json_integer_value(json_object_get(t, "age")), age,
+				       sizeof(age)) < 0)
 			(void)snprintf(age, sizeof(age), "?");
-		fprintf(stderr, "  %s (age %s, %s%s)\n", json_string_value(json_object_get(t, "namespace")),
-			age, json_string_value(json_object_get(t, "phase")),
+		fprintf(stderr, "  %s (age %s, %s%s)\n",
+			json_string_value(json_object_get(t, "namespace")), age,
+			json_string_value(json_object_get(t, "phase")),
 			json_is_true(json_object_get(t, "foreign")) ? ", foreign" : "");
 	}
 }
@@ -128,13 +131,13 @@ static int report_result(json_t *res)
 	size_t i;
 	int r = UP_EXIT_OK;
 
-	json_array_foreach(json_object_get(res, "errors"), i, v) {
+	json_array_foreach (json_object_get(res, "errors"), i, v) {
 		fprintf(stderr, "uplink clean: %s\n", json_string_value(v));
 		r = UP_EXIT_FAILED;
 	}
-	json_array_foreach(json_object_get(res, "waiting"), i, v) {
-		fprintf(stderr, "uplink clean: %s is still there after %d s\n", json_string_value(v),
-			UP_CLEAN_WAIT_MAX_S);
+	json_array_foreach (json_object_get(res, "waiting"), i, v) {
+		fprintf(stderr, "uplink clean: %s is still there after %d s\n",
+			json_string_value(v), UP_CLEAN_WAIT_MAX_S);
 		r = UP_EXIT_FAILED;
 	}
 	return r;
@@ -142,7 +145,7 @@ static int report_result(json_t *res)
 
 static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 {
-	struct up_rpc_error err = { 0 };
+	struct up_rpc_error err = {0};
 	json_t *res = NULL, *targets, *t, *v, *names;
 	struct clean_opts now = *o;
 	size_t i;
@@ -150,7 +153,7 @@ static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 
 	if (r != 0)
 		return r;
-	json_array_foreach(json_object_get(res, "unmatched"), i, v)
+	json_array_foreach (json_object_get(res, "unmatched"), i, v)
 		fprintf(stderr, "no session matches '%s'\n", json_string_value(v));
 	targets = json_object_get(res, "targets");
 	if (json_array_size(targets) == 0) {
@@ -166,8 +169,9 @@ static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 	}
 	/* Exactly what was confirmed: the namespaces listed, whatever has aged since. */
 	names = json_array();
-	json_array_foreach(targets, i, t) {
-		fprintf(stderr, "deleting %s\n", json_string_value(json_object_get(t, "namespace")));
+	json_array_foreach (targets, i, t) {
+		fprintf(stderr, "deleting %s\n",
+			json_string_value(json_object_get(t, "namespace")));
 		(void)json_array_append(names, json_object_get(t, "namespace"));
 	}
 	json_decref(res);
@@ -187,7 +191,7 @@ static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 
 int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	struct clean_opts o = { .ids = json_array() };
+	struct clean_opts o = {.ids = json_array()};
 	int r = parse_clean(cmd, argc, argv, &o);
 
 	if (r == 0)

@@ -15,32 +15,38 @@ static void print_value(const char *key, const json_t *value, const json_t *sour
 	char *text = json_is_string(value) ? strdup(json_string_value(value))
 					   : json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
 
-	printf("%-20s %-32s %s\n", key, json_is_null(value) ? "(unset)" : text ? text : "?",
+	printf("%-20s %-32s %s\n", key,
+	       json_is_null(value) ? "(unset)"
+	       : text		   ? text
+				   : "?",
 	       json_is_string(source) ? json_string_value(source) : "?");
 	free(text);
 }
 
 static void print_config(const json_t *r)
 {
-	const json_t *files = json_object_get(r, "files"), *values = json_object_get(r, "values"), *v;
+	const json_t *files = json_object_get(r, "files"), *values = json_object_get(r, "values"),
+		     *v;
 	const char *key;
 	size_t i;
 
 	if (json_array_size(files) == 0)
-		printf("no config files (looked for .uplink.yaml and .agent-uplink.yaml up to home, "
+		printf("no config files (looked for .uplink.yaml and .agent-uplink.yaml up to "
+		       "home, "
 		       "and ~/.config/uplink/config.yaml)\n");
 	else
 		printf("files, nearest first:\n");
-	json_array_foreach(files, i, v)
+	json_array_foreach (files, i, v)
 		printf("  %s\n", json_string_value(v));
 	printf("\n");
-	json_object_foreach((json_t *)values, key, v) {
-		const json_t *value = json_object_get(v, "value"), *source = json_object_get(v, "source");
+	json_object_foreach ((json_t *)values, key, v) {
+		const json_t *value = json_object_get(v, "value"),
+			     *source = json_object_get(v, "source");
 
 		if (json_is_array(value) && json_is_array(source)) {
 			const json_t *item;
 			size_t j;
-			json_array_foreach(value, j, item) {
+			json_array_foreach (value, j, item) {
 				char name[64];
 				(void)snprintf(name, sizeof(name), "%s[%zu]", key, j);
 				print_value(name, item, json_array_get(source, j));
@@ -53,9 +59,9 @@ static void print_config(const json_t *r)
 int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	char cwd[PATH_MAX];
 	json_t *result = NULL;
@@ -72,8 +78,10 @@ int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int arg
 	if (optind < argc)
 		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	if (!getcwd(cwd, sizeof(cwd))) {
-		fprintf(stderr, "uplink config show: cannot tell the current folder: %s; cd into an "
-			"existing folder (the config files are looked up from there to your home)\n",
+		fprintf(stderr,
+			"uplink config show: cannot tell the current folder: %s; cd into an "
+			"existing folder (the config files are looked up from there to your "
+			"home)\n",
 			strerror(errno));
 		return UP_EXIT_FAILED;
 	}

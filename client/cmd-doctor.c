@@ -13,10 +13,10 @@ static const char *mark(const char *status, bool tty)
 	static const struct {
 		const char *status, *plain, *colour;
 	} marks[] = {
-		{ "ok", "[ ok ]", "\033[32m[ ok ]\033[0m" },
-		{ "warn", "[warn]", "\033[33m[warn]\033[0m" },
-		{ "fail", "[FAIL]", "\033[31m[FAIL]\033[0m" },
-		{ "skip", "[skip]", "\033[2m[skip]\033[0m" },
+		{"ok", "[ ok ]", "\033[32m[ ok ]\033[0m"},
+		{"warn", "[warn]", "\033[33m[warn]\033[0m"},
+		{"fail", "[FAIL]", "\033[31m[FAIL]\033[0m"},
+		{"skip", "[skip]", "\033[2m[skip]\033[0m"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(marks); i++)
@@ -31,11 +31,12 @@ static void print_checks(const json_t *result)
 	json_t *checks = json_object_get(result, "checks"), *c;
 	size_t i;
 
-	json_array_foreach(checks, i, c) {
+	json_array_foreach (checks, i, c) {
 		const char *fix = json_string_value(json_object_get(c, "fix"));
 		const char *status = json_string_value(json_object_get(c, "status"));
 
-		printf("%s %-15s %s\n", mark(status, tty), json_string_value(json_object_get(c, "name")),
+		printf("%s %-15s %s\n", mark(status, tty),
+		       json_string_value(json_object_get(c, "name")),
 		       json_string_value(json_object_get(c, "detail")));
 		if (fix && strcmp(status, "ok") != 0)
 			printf("       %-15s fix: %s\n", "", fix);
@@ -45,12 +46,12 @@ static void print_checks(const json_t *result)
 int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "deploy-context", required_argument, NULL, 'c' },
-		{ "kubeconfig", required_argument, NULL, 'k' },
-		{ "agent-runtime-class", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"json", no_argument, NULL, 'j'},
+		{"deploy-context", required_argument, NULL, 'c'},
+		{"kubeconfig", required_argument, NULL, 'k'},
+		{"agent-runtime-class", required_argument, NULL, 'r'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	const char *context = NULL, *kubeconfig = NULL, *runtime_class = NULL;
 	json_t *result = NULL;
@@ -70,9 +71,9 @@ int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, ch
 	if (optind < argc)
 		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	r = up_cli_call(cli, "doctor.run",
-			json_pack("{s:s?, s:s?, s:s?, s:s}", "deploy_context", context, "kubeconfig",
-				  kubeconfig, "runtime_class", runtime_class, "client_version",
-				  UPLINK_VERSION),
+			json_pack("{s:s?, s:s?, s:s?, s:s}", "deploy_context", context,
+				  "kubeconfig", kubeconfig, "runtime_class", runtime_class,
+				  "client_version", UPLINK_VERSION),
 			&result);
 	if (r != 0)
 		return r;

@@ -47,7 +47,8 @@ static void print_event(const struct logs_state *st, json_t *ev)
 		when[10] = ' ';
 	if (port && !((scheme && !strcmp(scheme, "https") && port == 443) ||
 		      (scheme && !strcmp(scheme, "http") && port == 80)))
-		(void)snprintf(host, sizeof(host), "%s:%lld", str_or(ev, "host", "?"), (long long)port);
+		(void)snprintf(host, sizeof(host), "%s:%lld", str_or(ev, "host", "?"),
+			       (long long)port);
 	else
 		(void)snprintf(host, sizeof(host), "%s", str_or(ev, "host", "?"));
 	printf("%s %s%-15s%s %-7s %s %s %s\n", when, col, decision, *col ? "\033[0m" : "",
@@ -75,15 +76,15 @@ static void on_event(const char *method, json_t *params, void *ud)
 int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "follow", no_argument, NULL, 'f' },
-		{ "denied", no_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"follow", no_argument, NULL, 'f'},
+		{"denied", no_argument, NULL, 'd'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	const char *nc = getenv("NO_COLOR");
-	struct logs_state st = { .color = isatty(STDOUT_FILENO) && !(nc && *nc) };
-	struct up_rpc_error err = { 0 };
+	struct logs_state st = {.color = isatty(STDOUT_FILENO) && !(nc && *nc)};
+	struct up_rpc_error err = {0};
 	bool follow = false, denied = false;
 	json_t *res = NULL;
 	int c, r;

@@ -23,16 +23,17 @@ struct rules_opts {
 enum { OPT_RULES = 1, OPT_NO_DEFAULTS, OPT_ALLOW_EXEC, OPT_JSON, OPT_SHOW_SECRETS, OPT_HELP };
 
 static const struct option rules_options[] = {
-	{ "rules", required_argument, NULL, OPT_RULES },
-	{ "no-default-rules", no_argument, NULL, OPT_NO_DEFAULTS },
-	{ "allow-exec", no_argument, NULL, OPT_ALLOW_EXEC },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "show-secrets", no_argument, NULL, OPT_SHOW_SECRETS },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ 0 },
+	{"rules", required_argument, NULL, OPT_RULES},
+	{"no-default-rules", no_argument, NULL, OPT_NO_DEFAULTS},
+	{"allow-exec", no_argument, NULL, OPT_ALLOW_EXEC},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
+	{"help", no_argument, NULL, OPT_HELP},
+	{0},
 };
 
-/* Parses options; returns -1 to go on, else an exit code. `allowed` lists the options the command takes. */
+/* Parses options; returns -1 to go on, else an exit code. `allowed` lists the options the command
+ * takes. */
 static int parse_opts(const struct up_command *cmd, int argc, char **argv, const char *allowed,
 		      struct rules_opts *o)
 {
@@ -61,8 +62,8 @@ static int parse_opts(const struct up_command *cmd, int argc, char **argv, const
 static json_t *base_params(const struct rules_opts *o, const char *agent, const char *mode)
 {
 	char cwd[PATH_MAX];
-	json_t *p = json_pack("{s:O, s:b, s:b}", "rules", o->rules, "no_default_rules", o->no_defaults,
-			      "allow_exec", o->allow_exec);
+	json_t *p = json_pack("{s:O, s:b, s:b}", "rules", o->rules, "no_default_rules",
+			      o->no_defaults, "allow_exec", o->allow_exec);
 
 	if (p && getcwd(cwd, sizeof(cwd)))
 		(void)json_object_set_new(p, "cwd", json_string(cwd));
@@ -76,7 +77,7 @@ static json_t *base_params(const struct rules_opts *o, const char *agent, const 
 /* Errors of check and render: the rules are bad input (2); a dead daemon stays 3, a mismatch 4. */
 static int call(struct up_cli *cli, const char *method, json_t *params, json_t **result)
 {
-	struct up_rpc_error err = { 0 };
+	struct up_rpc_error err = {0};
 	int r = up_cli_connect(cli);
 
 	if (r != 0) {
@@ -157,14 +158,14 @@ static void print_check(const char *method, const json_t *res)
 	if (json_array_size(json_object_get(rule, "headers")) == 0)
 		return;
 	printf("  inject:");
-	json_array_foreach(json_object_get(rule, "headers"), i, h)
+	json_array_foreach (json_object_get(rule, "headers"), i, h)
 		printf("%s %s", i ? "," : "", json_string_value(h));
 	printf("\n");
 }
 
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	struct rules_opts o = { .rules = json_array() };
+	struct rules_opts o = {.rules = json_array()};
 	const char *agent = NULL, *mode = NULL, *method, *url;
 	json_t *res = NULL, *p;
 	int r, n;
@@ -201,7 +202,7 @@ int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int arg
 
 int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	struct rules_opts o = { .rules = json_array() };
+	struct rules_opts o = {.rules = json_array()};
 	json_t *res = NULL, *p;
 	int r, n;
 
@@ -226,7 +227,7 @@ int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int ar
 
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	struct rules_opts o = { .rules = json_array() };
+	struct rules_opts o = {.rules = json_array()};
 	json_t *res = NULL, *files = json_array(), *f, *pr;
 	char cwd[PATH_MAX];
 	size_t i, j;
@@ -242,19 +243,22 @@ int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc
 	}
 	for (int k = optind; k < argc; k++)
 		(void)json_array_append_new(files, json_string(argv[k]));
-	r = up_cli_call(cli, "rules.lint", json_pack("{s:o, s:s}", "files", files, "cwd",
-						    getcwd(cwd, sizeof(cwd)) ? cwd : "/"), &res);
+	r = up_cli_call(cli, "rules.lint",
+			json_pack("{s:o, s:s}", "files", files, "cwd",
+				  getcwd(cwd, sizeof(cwd)) ? cwd : "/"),
+			&res);
 	if (r != 0)
 		return r;
 	if (o.json)
 		up_print_json(res);
 	else
-		json_array_foreach(json_object_get(res, "files"), i, f) {
+		json_array_foreach (json_object_get(res, "files"), i, f) {
 			json_t *problems = json_object_get(f, "problems");
 			if (json_array_size(problems) == 0)
-				printf("%s: ok, %lld rules\n", json_string_value(json_object_get(f, "file")),
+				printf("%s: ok, %lld rules\n",
+				       json_string_value(json_object_get(f, "file")),
 				       (long long)json_integer_value(json_object_get(f, "rules")));
-			json_array_foreach(problems, j, pr)
+			json_array_foreach (problems, j, pr)
 				printf("%s\n", json_string_value(pr));
 		}
 	r = json_integer_value(json_object_get(res, "problems")) > 0 ? UP_EXIT_FAILED : UP_EXIT_OK;

@@ -18,7 +18,16 @@
 /* FLAG_LIST: repeatable, host paths made absolute; FLAG_WORDS: repeatable, as given;
  * FLAG_SPLIT: repeatable, each value split on spaces and commas; FLAG_PATH: one host path
  * made absolute. */
-enum flag_kind { FLAG_STRING, FLAG_BOOL, FLAG_LIST, FLAG_WORDS, FLAG_SPLIT, FLAG_PATH, FLAG_MODE, FLAG_LOCAL };
+enum flag_kind {
+	FLAG_STRING,
+	FLAG_BOOL,
+	FLAG_LIST,
+	FLAG_WORDS,
+	FLAG_SPLIT,
+	FLAG_PATH,
+	FLAG_MODE,
+	FLAG_LOCAL
+};
 
 /* `uplink run` flags: name, the session.start parameter it sets, and how. */
 static const struct run_flag {
@@ -26,44 +35,44 @@ static const struct run_flag {
 	const char *param;
 	enum flag_kind kind;
 } run_flags[] = {
-	{ "anthropic", "anthropic", FLAG_MODE },
-	{ "bedrock", "bedrock", FLAG_MODE },
-	{ "mode", "mode", FLAG_STRING },
-	{ "rules", "rules", FLAG_LIST },
-	{ "no-default-rules", "no_default_rules", FLAG_BOOL },
-	{ "allow-exec", "allow_exec", FLAG_BOOL },
-	{ "force-rebuild", "force_rebuild", FLAG_BOOL },
-	{ "deploy-context", "deploy_context", FLAG_STRING },
-	{ "agent-runtime-class", "agent_runtime_class", FLAG_STRING },
-	{ "mitm-runtime-class", "mitm_runtime_class", FLAG_STRING },
-	{ "mitmproxy-image", "mitmproxy_image", FLAG_STRING },
-	{ "registry-image", "registry_image", FLAG_STRING },
-	{ "image", "image", FLAG_STRING },
-	{ "registry", "registry", FLAG_STRING },
-	{ "ttl", "ttl", FLAG_STRING },
-	{ "idle-timeout", "idle_timeout", FLAG_STRING },
-	{ "allow-dns", "allow_dns", FLAG_BOOL },
-	{ "debug", "debug", FLAG_BOOL },
-	{ "dry-run", "dry_run", FLAG_BOOL },
-	{ "show-secrets", "show_secrets", FLAG_BOOL },
-	{ "add-dir", "add_dir", FLAG_LIST },
-	{ "mount-rw", "mount_rw", FLAG_LIST },
-	{ "mount-ro", "mount_ro", FLAG_LIST },
-	{ "ssh-cidr", "ssh_cidr", FLAG_WORDS },
-	{ "ssh-key-dir", "ssh_key_dir", FLAG_PATH },
-	{ "git-https-rewrite", "git_https_rewrite", FLAG_WORDS },
-	{ "no-git-identity", "no_git_identity", FLAG_BOOL },
-	{ "mitm-ca-cert", "mitm_ca_cert", FLAG_LIST },
-	{ "mitm-insecure", "mitm_insecure", FLAG_BOOL },
-	{ "mitm-debug", "mitm_debug", FLAG_BOOL },
-	{ "expose-deploy-cluster", "expose_deploy_cluster", FLAG_BOOL },
-	{ "kube-context", "kube_context", FLAG_WORDS },
-	{ "kubeconfig", "kubeconfig", FLAG_PATH },
-	{ "aws-profiles", "aws_profiles", FLAG_SPLIT },
-	{ "detach", NULL, FLAG_LOCAL },
-	{ "output", NULL, FLAG_LOCAL },
-	{ "json", NULL, FLAG_LOCAL },
-	{ "help", NULL, FLAG_LOCAL },
+	{"anthropic", "anthropic", FLAG_MODE},
+	{"bedrock", "bedrock", FLAG_MODE},
+	{"mode", "mode", FLAG_STRING},
+	{"rules", "rules", FLAG_LIST},
+	{"no-default-rules", "no_default_rules", FLAG_BOOL},
+	{"allow-exec", "allow_exec", FLAG_BOOL},
+	{"force-rebuild", "force_rebuild", FLAG_BOOL},
+	{"deploy-context", "deploy_context", FLAG_STRING},
+	{"agent-runtime-class", "agent_runtime_class", FLAG_STRING},
+	{"mitm-runtime-class", "mitm_runtime_class", FLAG_STRING},
+	{"mitmproxy-image", "mitmproxy_image", FLAG_STRING},
+	{"registry-image", "registry_image", FLAG_STRING},
+	{"image", "image", FLAG_STRING},
+	{"registry", "registry", FLAG_STRING},
+	{"ttl", "ttl", FLAG_STRING},
+	{"idle-timeout", "idle_timeout", FLAG_STRING},
+	{"allow-dns", "allow_dns", FLAG_BOOL},
+	{"debug", "debug", FLAG_BOOL},
+	{"dry-run", "dry_run", FLAG_BOOL},
+	{"show-secrets", "show_secrets", FLAG_BOOL},
+	{"add-dir", "add_dir", FLAG_LIST},
+	{"mount-rw", "mount_rw", FLAG_LIST},
+	{"mount-ro", "mount_ro", FLAG_LIST},
+	{"ssh-cidr", "ssh_cidr", FLAG_WORDS},
+	{"ssh-key-dir", "ssh_key_dir", FLAG_PATH},
+	{"git-https-rewrite", "git_https_rewrite", FLAG_WORDS},
+	{"no-git-identity", "no_git_identity", FLAG_BOOL},
+	{"mitm-ca-cert", "mitm_ca_cert", FLAG_LIST},
+	{"mitm-insecure", "mitm_insecure", FLAG_BOOL},
+	{"mitm-debug", "mitm_debug", FLAG_BOOL},
+	{"expose-deploy-cluster", "expose_deploy_cluster", FLAG_BOOL},
+	{"kube-context", "kube_context", FLAG_WORDS},
+	{"kubeconfig", "kubeconfig", FLAG_PATH},
+	{"aws-profiles", "aws_profiles", FLAG_SPLIT},
+	{"detach", NULL, FLAG_LOCAL},
+	{"output", NULL, FLAG_LOCAL},
+	{"json", NULL, FLAG_LOCAL},
+	{"help", NULL, FLAG_LOCAL},
 };
 
 struct run_state {
@@ -103,15 +112,17 @@ static void on_notify(const char *method, json_t *p, void *ud)
 	if (strcmp(method, "session.progress") != 0 || !phase)
 		return;
 	if (total > 0)
-		(void)snprintf(step, sizeof(step), " [%lld/%lld]", (long long)done, (long long)total);
+		(void)snprintf(step, sizeof(step), " [%lld/%lld]", (long long)done,
+			       (long long)total);
 	if (st->tty) {
 		/* One line per phase, redrawn in place; a new phase starts a new line. */
 		if (st->last_phase[0] && strcmp(st->last_phase, phase) != 0)
 			fputc('\n', stderr);
-		fprintf(stderr, "\r\033[K%6.1fs %-8s%s %.*s", now_s() - st->started, phase, step, 100,
-			msg ? msg : "");
+		fprintf(stderr, "\r\033[K%6.1fs %-8s%s %.*s", now_s() - st->started, phase, step,
+			100, msg ? msg : "");
 	} else {
-		fprintf(stderr, "%6.1fs %s%s %s\n", now_s() - st->started, phase, step, msg ? msg : "");
+		fprintf(stderr, "%6.1fs %s%s %s\n", now_s() - st->started, phase, step,
+			msg ? msg : "");
 	}
 	(void)snprintf(st->last_phase, sizeof(st->last_phase), "%s", phase);
 	fflush(stderr);
@@ -165,13 +176,14 @@ static void kubeconfig_default(json_t *params)
 	for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
 		json_t *abs = abs_path(p);
 		if (abs && used < sizeof(buf))
-			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", used ? ":" : "",
-						 json_string_value(abs));
+			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+						 used ? ":" : "", json_string_value(abs));
 		json_decref(abs);
 	}
 	free(copy);
 	if (used >= sizeof(buf))
-		fprintf(stderr, "uplink run: warning: $KUBECONFIG names more than %d bytes of paths, so "
+		fprintf(stderr,
+			"uplink run: warning: $KUBECONFIG names more than %d bytes of paths, so "
 			"--kube-context cannot use it; name the file with --kubeconfig\n",
 			UP_MAX_KUBECONFIG_PATHS);
 	else if (used > 0)
@@ -205,18 +217,20 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 	int c, idx;
 
 	for (size_t i = 0; i < ELEMENTSOF(run_flags); i++)
-		opts[i] = (struct option){ run_flags[i].name,
-					   run_flags[i].kind == FLAG_STRING || run_flags[i].kind == FLAG_LIST ||
-							   run_flags[i].kind == FLAG_WORDS ||
-							   run_flags[i].kind == FLAG_SPLIT ||
-							   run_flags[i].kind == FLAG_PATH ||
-							   !strcmp(run_flags[i].name, "output")
-						   ? required_argument
-						   : no_argument,
-					   NULL, 1000 + (int)i };
-	opts[ELEMENTSOF(run_flags)] = (struct option){ 0 };
+		opts[i] = (struct option){run_flags[i].name,
+					  run_flags[i].kind == FLAG_STRING ||
+							  run_flags[i].kind == FLAG_LIST ||
+							  run_flags[i].kind == FLAG_WORDS ||
+							  run_flags[i].kind == FLAG_SPLIT ||
+							  run_flags[i].kind == FLAG_PATH ||
+							  !strcmp(run_flags[i].name, "output")
+						  ? required_argument
+						  : no_argument,
+					  NULL, 1000 + (int)i};
+	opts[ELEMENTSOF(run_flags)] = (struct option){0};
 	optind = 0;
-	/* Options may come before or after the agent's name; everything after "--" is the agent's. */
+	/* Options may come before or after the agent's name; everything after "--" is the agent's.
+	 */
 	while ((c = getopt_long(argc, argv, "hdo:a:", opts, &idx)) != -1) {
 		const struct run_flag *f = c >= 1000 ? &run_flags[c - 1000] : NULL;
 		if (c == 'a')
@@ -264,8 +278,9 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 static int print_dry_run(const json_t *result, const struct run_state *st)
 {
 	json_t *objects = json_object_get(result, "objects");
-	char *text = st->output && !strcmp(st->output, "yaml") ? up_yaml_dump(objects)
-							       : json_dumps(objects, JSON_INDENT(2));
+	char *text = st->output && !strcmp(st->output, "yaml")
+			     ? up_yaml_dump(objects)
+			     : json_dumps(objects, JSON_INDENT(2));
 
 	if (!text)
 		return UP_EXIT_FAILED;
@@ -273,15 +288,16 @@ static int print_dry_run(const json_t *result, const struct run_state *st)
 	if (text[strlen(text) - 1] != '\n')
 		fputc('\n', stdout);
 	free(text);
-	fprintf(stderr, "uplink: dry run: nothing was sent to the cluster or docker; the agent pod's "
-			"hostAliases entry for mitm is added once the mitm Service has its cluster IP\n");
+	fprintf(stderr,
+		"uplink: dry run: nothing was sent to the cluster or docker; the agent pod's "
+		"hostAliases entry for mitm is added once the mitm Service has its cluster IP\n");
 	return UP_EXIT_OK;
 }
 
 int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	struct run_state st = { .tty = isatty(STDERR_FILENO), .started = now_s() };
-	struct up_rpc_error err = { 0 };
+	struct run_state st = {.tty = isatty(STDERR_FILENO), .started = now_s()};
+	struct up_rpc_error err = {0};
 	json_t *params = json_object(), *result = NULL;
 	char cwd[PATH_MAX];
 	int r;
@@ -293,8 +309,10 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 	}
 	if (!getcwd(cwd, sizeof(cwd))) {
 		json_decref(params);
-		fprintf(stderr, "uplink run: cannot tell the current folder: %s; cd into an existing "
-			"folder under your home (it becomes the agent's working folder)\n", strerror(errno));
+		fprintf(stderr,
+			"uplink run: cannot tell the current folder: %s; cd into an existing "
+			"folder under your home (it becomes the agent's working folder)\n",
+			strerror(errno));
 		return UP_EXIT_FAILED;
 	}
 	(void)json_object_set_new(params, "cwd", json_string(cwd));
@@ -305,7 +323,8 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 	}
 	(void)signal(SIGINT, on_sigint);
 	(void)signal(SIGTERM, on_sigint);
-	r = up_rpc_client_call(cli->rpc, "session.start", params, -1, on_notify, &st, &result, &err);
+	r = up_rpc_client_call(cli->rpc, "session.start", params, -1, on_notify, &st, &result,
+			       &err);
 	if (st.tty && st.last_phase[0])
 		fputc('\n', stderr);
 	(void)signal(SIGINT, SIG_DFL);
@@ -320,8 +339,9 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 			printf("%s\n", json_string_value(json_object_get(result, "id")));
 		r = UP_EXIT_OK;
 	} else {
-		fprintf(stderr, "uplink: session %s is running; attaching (detach with Ctrl-b d, come "
-				"back with: uplink attach %s)\n",
+		fprintf(stderr,
+			"uplink: session %s is running; attaching (detach with Ctrl-b d, come "
+			"back with: uplink attach %s)\n",
 			json_string_value(json_object_get(result, "id")),
 			json_string_value(json_object_get(result, "id")));
 		r = attach_with_kubectl(cli, json_string_value(json_object_get(result, "id")));
@@ -346,19 +366,22 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 	argv_json = json_object_get(info, "argv");
 	n = json_array_size(argv_json);
 	argv = calloc(n + 1, sizeof(char *));
-	json_array_foreach(argv_json, i, v)
+	json_array_foreach (argv_json, i, v)
 		argv[i] = (char *)json_string_value(v);
 	if (kubectl && *kubectl)
 		argv[0] = (char *)kubectl;
 	/* Held open while we are attached: the daemon counts us until our connection goes. */
 	if (up_rpc_client_send(cli->rpc, "session.hold", json_pack("{s:s}", "id", id)) < 0)
-		fprintf(stderr, "uplink: cannot tell uplinkd that this terminal is attached; its idle "
-				"limit may stop the session meanwhile\n");
+		fprintf(stderr,
+			"uplink: cannot tell uplinkd that this terminal is attached; its idle "
+			"limit may stop the session meanwhile\n");
 	pid = fork();
 	if (pid == 0) {
 		execvp(argv[0], argv);
-		fprintf(stderr, "uplink: cannot run %s: %s. Install kubectl to attach; the session keeps "
-				"running: uplink attach %s\n", argv[0], strerror(errno), id);
+		fprintf(stderr,
+			"uplink: cannot run %s: %s. Install kubectl to attach; the session keeps "
+			"running: uplink attach %s\n",
+			argv[0], strerror(errno), id);
 		_exit(127);
 	}
 	(void)signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C belongs to the agent */
@@ -374,7 +397,9 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 		json_t *code = json_object_get(after, "exit_code");
 		r = json_is_integer(code) ? (int)json_integer_value(code) : UP_EXIT_OK;
 		if (!json_is_integer(code))
-			fprintf(stderr, "uplink: detached; session %s keeps running (uplink attach %s)\n", id, id);
+			fprintf(stderr,
+				"uplink: detached; session %s keeps running (uplink attach %s)\n",
+				id, id);
 		json_decref(after);
 		return r;
 	}
@@ -420,7 +445,8 @@ static int wait_gone(struct up_cli *cli, const char *id)
 	for (unsigned i = 0; i < UP_STOP_WAIT_MAX_S * 10; i++) {
 		json_t *res = NULL;
 		int r = up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &res);
-		bool gone = r == 0 && !strcmp(json_string_value(json_object_get(res, "state")), "GONE");
+		bool gone =
+			r == 0 && !strcmp(json_string_value(json_object_get(res, "state")), "GONE");
 
 		json_decref(res);
 		if (r != 0)
@@ -429,8 +455,10 @@ static int wait_gone(struct up_cli *cli, const char *id)
 			return UP_EXIT_OK;
 		usleep(100 * 1000); /* the client may wait; only the daemon must not */
 	}
-	fprintf(stderr, "uplink stop: session %s was still being torn down after %d s; "
-			"uplink list --all shows it\n", id, UP_STOP_WAIT_MAX_S);
+	fprintf(stderr,
+		"uplink stop: session %s was still being torn down after %d s; "
+		"uplink list --all shows it\n",
+		id, UP_STOP_WAIT_MAX_S);
 	return UP_EXIT_FAILED;
 }
 
@@ -475,12 +503,15 @@ int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, ch
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
 		return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
 	if (argc != 3)
-		return up_cli_usage_error(cmd, "give a session and a duration, e.g. uplink extend ID 2h");
-	r = up_cli_call(cli, "session.extend", json_pack("{s:s, s:s}", "id", argv[1], "by", argv[2]), &res);
+		return up_cli_usage_error(
+			cmd, "give a session and a duration, e.g. uplink extend ID 2h");
+	r = up_cli_call(cli, "session.extend",
+			json_pack("{s:s, s:s}", "id", argv[1], "by", argv[2]), &res);
 	if (r != 0)
 		return r;
-	up_format_duration((double)(json_integer_value(json_object_get(res, "expires_at")) - time(NULL)),
-			   until, sizeof(until));
+	up_format_duration(
+		(double)(json_integer_value(json_object_get(res, "expires_at")) - time(NULL)),
+		until, sizeof(until));
 	printf("%s: now expires in %s\n", json_string_value(json_object_get(res, "id")), until);
 	json_decref(res);
 	return UP_EXIT_OK;
@@ -511,20 +542,22 @@ int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char
 	} else {
 		printf("%-14s %-10s %-8s %-27s %-7s %-8s %-8s %s\n", "SESSION", "STATUS", "AGE",
 		       "NAMESPACE", "AGENT", "ATTACHED", "EXPIRES", "CWD");
-		json_array_foreach(json_object_get(res, "sessions"), i, s) {
+		json_array_foreach (json_object_get(res, "sessions"), i, s) {
 			char age[32], expires[32] = "-";
 			json_int_t created = json_integer_value(json_object_get(s, "created_at"));
 			json_int_t exp = json_integer_value(json_object_get(s, "expires_at"));
 			const char *state = json_string_value(json_object_get(s, "state"));
-			up_format_duration(created ? (double)(time(NULL) - created) : 0, age, sizeof(age));
+			up_format_duration(created ? (double)(time(NULL) - created) : 0, age,
+					   sizeof(age));
 			if (exp && state && !strcmp(state, "RUNNING"))
-				up_format_duration((double)(exp - time(NULL)), expires, sizeof(expires));
+				up_format_duration((double)(exp - time(NULL)), expires,
+						   sizeof(expires));
 			printf("%-14s %-10s %-8s %-27s %-7s %-8lld %-8s %s\n",
 			       json_string_value(json_object_get(s, "id")), state, age,
 			       json_string_value(json_object_get(s, "namespace")),
 			       json_string_value(json_object_get(s, "agent")),
-			       (long long)json_integer_value(json_object_get(s, "attached")), expires,
-			       json_string_value(json_object_get(s, "cwd")));
+			       (long long)json_integer_value(json_object_get(s, "attached")),
+			       expires, json_string_value(json_object_get(s, "cwd")));
 		}
 	}
 	json_decref(res);

@@ -51,9 +51,9 @@ static void print_status(const json_t *s)
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	json_t *result = NULL;
 	int json = 0, c, r;

@@ -21,7 +21,7 @@
 
 /* Bytes queued for a slow reader before reading from it pauses, and before it is dropped. */
 #define UP_WRITE_QUEUE_PAUSE (1024 * 1024)
-#define UP_WRITE_QUEUE_MAX (16 * 1024 * 1024)
+#define UP_WRITE_QUEUE_MAX   (16 * 1024 * 1024)
 
 /* Nesting depth and size of the params of a single request. */
 #define UP_MAX_JSON_DEPTH 32
@@ -32,18 +32,19 @@
 /* Longest socket path we accept (sun_path is 108 bytes on Linux). */
 #define UP_MAX_SOCKET_PATH 107
 
-/* Rules: size of one rules file, rules in one set, items in one list of a rule, problems reported. */
+/* Rules: size of one rules file, rules in one set, items in one list of a rule, problems reported.
+ */
 #define UP_MAX_RULES_FILE_SIZE (1024 * 1024)
-#define UP_MAX_RULES 10000
-#define UP_MAX_RULE_ITEMS 1000
-#define UP_MAX_RULES_PROBLEMS 200
+#define UP_MAX_RULES	       10000
+#define UP_MAX_RULE_ITEMS      1000
+#define UP_MAX_RULES_PROBLEMS  200
 /* Rules sources (files) in one request. */
-#define UP_MAX_RULES_SOURCES 64
+#define UP_MAX_RULES_SOURCES   64
 
 /* A header value in a rule, before and after its placeholders are resolved. */
 #define UP_MAX_HEADER_VALUE (16 * 1024)
 /* Longest regex we compile. */
-#define UP_MAX_REGEX_LEN 4096
+#define UP_MAX_REGEX_LEN    4096
 
 /* {{exec:CMD}}: how long the command may run (ms), and how much it may print. */
 #define UP_EXEC_TIMEOUT_MS 30000
@@ -51,20 +52,20 @@
 #define UP_EXEC_STDERR_MAX 2048
 
 /* YAML read from files we did not write (kubeconfigs, templates): size and nesting. */
-#define UP_MAX_YAML_SIZE (4 * 1024 * 1024)
+#define UP_MAX_YAML_SIZE  (4 * 1024 * 1024)
 #define UP_MAX_YAML_DEPTH 64
 
 /* kubeconfig: files in $KUBECONFIG, and a certificate, key or token file it names. */
-#define UP_MAX_KUBECONFIG_FILES 16
+#define UP_MAX_KUBECONFIG_FILES	    16
 #define UP_MAX_KUBE_CREDENTIAL_FILE (1024 * 1024)
 
 /* HTTP to the Kubernetes API (and registries). */
-#define UP_HTTP_MAX_ACTIVE 32            /* ordinary requests at once; more wait in order */
+#define UP_HTTP_MAX_ACTIVE	   32 /* ordinary requests at once; more wait in order */
 #define UP_HTTP_CONNECT_TIMEOUT_MS 10000
-#define UP_HTTP_STREAM_IDLE_S 120        /* a watch or log stream silent this long is dead */
-#define UP_MAX_KUBE_BODY (16 * 1024 * 1024) /* one answer (a list) */
-#define UP_MAX_WATCH_EVENT (4 * 1024 * 1024) /* one line of a watch or log stream */
-#define UP_MAX_HEADER_LINE 16384
+#define UP_HTTP_STREAM_IDLE_S	   120 /* a watch or log stream silent this long is dead */
+#define UP_MAX_KUBE_BODY	   (16 * 1024 * 1024) /* one answer (a list) */
+#define UP_MAX_WATCH_EVENT	   (4 * 1024 * 1024)  /* one line of a watch or log stream */
+#define UP_MAX_HEADER_LINE	   16384
 
 /* The longest a server's Retry-After may make us wait before a retry. */
 #define UP_RETRY_AFTER_MAX_MS 60000
@@ -72,132 +73,134 @@
 #define UP_BACKOFF_CAP_MAX_MS (24ull * 3600 * 1000)
 
 /* Exec credential plugins: their answer, what of their stderr we keep, how long they may take. */
-#define UP_MAX_EXEC_CREDENTIAL (256 * 1024)
+#define UP_MAX_EXEC_CREDENTIAL	(256 * 1024)
 #define UP_KUBE_EXEC_STDERR_MAX 4096
 #define UP_KUBE_EXEC_TIMEOUT_MS 60000
 
 /* Kubernetes calls: attempts, backoff, time per request, URL length, credential skew. */
-#define UP_KUBE_MAX_ATTEMPTS 6
+#define UP_KUBE_MAX_ATTEMPTS	6
 #define UP_KUBE_BACKOFF_BASE_MS 200
-#define UP_KUBE_BACKOFF_CAP_MS 10000
-#define UP_KUBE_TIMEOUT_MS 30000
-#define UP_MAX_KUBE_URL 8192
-#define UP_KUBE_CRED_SKEW_MS 30000 /* renew an expiring credential this long before it ends */
+#define UP_KUBE_BACKOFF_CAP_MS	10000
+#define UP_KUBE_TIMEOUT_MS	30000
+#define UP_MAX_KUBE_URL		8192
+#define UP_KUBE_CRED_SKEW_MS	30000 /* renew an expiring credential this long before it ends */
 
 /* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
-#define UP_WATCH_TIMEOUT_S 300
+#define UP_WATCH_TIMEOUT_S	 300
 #define UP_WATCH_BACKOFF_BASE_MS 500
-#define UP_WATCH_BACKOFF_CAP_MS 30000
+#define UP_WATCH_BACKOFF_CAP_MS	 30000
 
 /* Durations (--older-than, --ttl, --idle-timeout): nothing longer than ten years. */
-#define UP_MAX_DURATION_S (3650ull * 86400)
+#define UP_MAX_DURATION_S  (3650ull * 86400)
 /* Session records on disk: size of one, and how many are loaded at start-up. */
 #define UP_MAX_RECORD_SIZE (64 * 1024)
-#define UP_MAX_RECORDS 10000
+#define UP_MAX_RECORDS	   10000
 
 /* Agent images: an agent's build context (entries, bytes, folder depth) and docker's output. */
 #define UP_IMAGE_CONTEXT_MAX_FILES 10000
 #define UP_IMAGE_CONTEXT_MAX_BYTES (256u * 1024 * 1024)
 #define UP_IMAGE_CONTEXT_MAX_DEPTH 32
-#define UP_IMAGE_DOCKERIGNORE_MAX (64 * 1024)   /* .dockerignore */
-#define UP_IMAGE_LOG_LINE_MAX 4096            /* one line of docker output; longer ones are cut */
-#define UP_IMAGE_LOG_QUEUE_MAX (4 * 1024 * 1024) /* log bytes waiting for the disk; past it, dropped */
-#define UP_IMAGE_ERROR_TAIL_LINES 8           /* last lines of output quoted in an error */
-#define UP_IMAGE_REGISTRY_TIMEOUT_MS 15000    /* the HEAD for a tag */
-#define UP_IMAGE_BUILD_TIMEOUT_MS (60 * 60 * 1000)
-#define UP_IMAGE_PUSH_TIMEOUT_MS (30 * 60 * 1000)
-#define UP_IMAGE_PROBE_TIMEOUT_MS 10000       /* `docker buildx version` */
-#define UP_IMAGE_MAX_PUSH_LAYERS 256          /* layers counted for push progress */
+#define UP_IMAGE_DOCKERIGNORE_MAX  (64 * 1024) /* .dockerignore */
+#define UP_IMAGE_LOG_LINE_MAX	   4096	       /* one line of docker output; longer ones are cut */
+#define UP_IMAGE_LOG_QUEUE_MAX \
+	(4 * 1024 * 1024)		   /* log bytes waiting for the disk; past it, dropped */
+#define UP_IMAGE_ERROR_TAIL_LINES    8	   /* last lines of output quoted in an error */
+#define UP_IMAGE_REGISTRY_TIMEOUT_MS 15000 /* the HEAD for a tag */
+#define UP_IMAGE_BUILD_TIMEOUT_MS    (60 * 60 * 1000)
+#define UP_IMAGE_PUSH_TIMEOUT_MS     (30 * 60 * 1000)
+#define UP_IMAGE_PROBE_TIMEOUT_MS    10000 /* `docker buildx version` */
+#define UP_IMAGE_MAX_PUSH_LAYERS     256   /* layers counted for push progress */
 
 /* Per-session mitm CA: validity starts this long before now (clock skew between host and
  * cluster), ends this long after the session expires, and never spans more than this. */
-#define UP_CA_BACKDATE_S 3600
+#define UP_CA_BACKDATE_S      3600
 #define UP_CA_EXPIRY_MARGIN_S 3600
-#define UP_CA_MAX_LIFETIME_S (366 * 86400)
+#define UP_CA_MAX_LIFETIME_S  (366 * 86400)
 
 /* Kubernetes templates (the YAML files in manifests/): size of one; the mitm addon source. */
 #define UP_MAX_TEMPLATE_SIZE (256 * 1024)
-#define UP_MAX_ADDON_SOURCE (1024 * 1024)
+#define UP_MAX_ADDON_SOURCE  (1024 * 1024)
 
 /* Sessions: how long the pods may take to become Ready (UPLINK_START_TIMEOUT_S overrides). */
-#define UP_SESSION_START_TIMEOUT_S 300
+#define UP_SESSION_START_TIMEOUT_S  300
 /* Session lifetime and idle limit unless --ttl and --idle-timeout say otherwise. */
-#define UP_SESSION_DEFAULT_TTL_S (24 * 3600)
-#define UP_SESSION_DEFAULT_IDLE_S (4 * 3600)
+#define UP_SESSION_DEFAULT_TTL_S    (24 * 3600)
+#define UP_SESSION_DEFAULT_IDLE_S   (4 * 3600)
 /* How long the registry in agent-uplink-system may take to become available (s). */
 #define UP_REGISTRY_READY_TIMEOUT_S 120
 /* A desktop warning comes this long before --ttl or --idle-timeout stops a session (s). */
-#define UP_SESSION_WARN_BEFORE_S 600
+#define UP_SESSION_WARN_BEFORE_S    600
 /* How often sessions are reconciled with the cluster besides watch events (s). */
-#define UP_RESYNC_S 300
+#define UP_RESYNC_S		    300
 /* Ended sessions' records and audit logs are kept this long (s). */
-#define UP_RECORD_RETENTION_S (30 * 86400)
+#define UP_RECORD_RETENTION_S	    (30 * 86400)
 
 /* Agents: a host file an agent reads (~/.claude/settings.json, .credentials.json, CLAUDE.md,
  * ~/.claude.json), and the OAuth token endpoint's answer and how long it may take. */
-#define UP_AGENT_MAX_HOST_FILE (4 * 1024 * 1024)
+#define UP_AGENT_MAX_HOST_FILE	    (4 * 1024 * 1024)
 #define UP_AGENT_TOKEN_RESPONSE_MAX (64 * 1024)
-#define UP_AGENT_TOKEN_TIMEOUT_MS 30000
+#define UP_AGENT_TOKEN_TIMEOUT_MS   30000
 
 /* Audit logs (sessions/<id>/audit.jsonl): one line, bytes waiting for the disk (past it,
  * dropped and counted), how much of the file `uplink logs` gets, how long a stopped
  * session's mitm log may still deliver, and the reconnect backoff of its stream. */
-#define UP_AUDIT_LINE_MAX (16 * 1024)
-#define UP_AUDIT_QUEUE_MAX (4 * 1024 * 1024)
-#define UP_AUDIT_HISTORY_MAX (4 * 1024 * 1024)
-#define UP_AUDIT_DRAIN_MS 30000
+#define UP_AUDIT_LINE_MAX	 (16 * 1024)
+#define UP_AUDIT_QUEUE_MAX	 (4 * 1024 * 1024)
+#define UP_AUDIT_HISTORY_MAX	 (4 * 1024 * 1024)
+#define UP_AUDIT_DRAIN_MS	 30000
 #define UP_AUDIT_BACKOFF_BASE_MS 250
-#define UP_AUDIT_BACKOFF_CAP_MS 30000
+#define UP_AUDIT_BACKOFF_CAP_MS	 30000
 /* `uplink clean --wait`: how long the daemon waits for the namespaces to go (s). */
-#define UP_CLEAN_WAIT_MAX_S 600
+#define UP_CLEAN_WAIT_MAX_S	 600
 
 /* Desktop notifications: sessions whose denied requests are counted, how often one
  * session's denials are told (ms), how long a Notify call may take (ms), and how many
  * shown notifications are remembered for their "Show log" action. */
-#define UP_MAX_NOTIFY_SESSIONS 256
+#define UP_MAX_NOTIFY_SESSIONS	     256
 #define UP_NOTIFY_DENIED_INTERVAL_MS 60000
-#define UP_NOTIFY_CALL_TIMEOUT_MS 5000
-#define UP_MAX_NOTIFY_ACTIONS 32
+#define UP_NOTIFY_CALL_TIMEOUT_MS    5000
+#define UP_MAX_NOTIFY_ACTIONS	     32
 /* doctor: how long `docker version` and one D-Bus call may take (ms), output kept. */
-#define UP_DOCTOR_EXEC_TIMEOUT_MS 5000
-#define UP_DOCTOR_DBUS_TIMEOUT_MS 3000
-#define UP_DOCTOR_OUTPUT_MAX 4096
+#define UP_DOCTOR_EXEC_TIMEOUT_MS    5000
+#define UP_DOCTOR_DBUS_TIMEOUT_MS    3000
+#define UP_DOCTOR_OUTPUT_MAX	     4096
 /* How long `git config --global --get` may take when a session reads the host's identity. */
-#define UP_GIT_CONFIG_TIMEOUT_MS 5000
+#define UP_GIT_CONFIG_TIMEOUT_MS     5000
 /* debug.block (UPLINK_DEBUG_RPC=1 only): the longest it blocks the loop (ms). */
-#define UP_DEBUG_BLOCK_MAX_MS 60000
+#define UP_DEBUG_BLOCK_MAX_MS	     60000
 
 /* `uplink stop --wait`: how long the client waits for a namespace to go (s). */
-#define UP_STOP_WAIT_MAX_S 300
+#define UP_STOP_WAIT_MAX_S	 300
 /* uplink run: host mounts (--add-dir, --mount-rw, --mount-ro together), --ssh-cidr values,
  * --git-https-rewrite hosts, --mitm-ca-cert files and the size of each. */
-#define UP_MAX_SESSION_MOUNTS 64
-#define UP_MAX_SSH_CIDRS 64
-#define UP_MAX_GIT_REWRITES 64
-#define UP_MAX_MITM_CA_FILES 32
+#define UP_MAX_SESSION_MOUNTS	 64
+#define UP_MAX_SSH_CIDRS	 64
+#define UP_MAX_GIT_REWRITES	 64
+#define UP_MAX_MITM_CA_FILES	 32
 #define UP_MAX_MITM_CA_FILE_SIZE (1024 * 1024)
 /* --kube-context: contexts exposed to one agent; the longest kubeconfig path list ($KUBECONFIG). */
-#define UP_MAX_KUBE_CONTEXTS 32
-#define UP_MAX_KUBECONFIG_PATHS 16384
+#define UP_MAX_KUBE_CONTEXTS	 32
+#define UP_MAX_KUBECONFIG_PATHS	 16384
 /* --ssh-key-dir: entries looked at, files taken (keys, certificates, config), the size of one
  * (a larger file is not a key and is ignored, unless it is the config or a certificate), and how
  * long `ssh-keygen -y` may take for one key. */
-#define UP_MAX_SSH_DIR_ENTRIES 1024
-#define UP_MAX_SSH_FILES 32
-#define UP_MAX_SSH_FILE_SIZE (64 * 1024)
+#define UP_MAX_SSH_DIR_ENTRIES	 1024
+#define UP_MAX_SSH_FILES	 32
+#define UP_MAX_SSH_FILE_SIZE	 (64 * 1024)
 #define UP_SSH_KEYGEN_TIMEOUT_MS 10000
-/* Config files (daemon/config-file.c): the largest one read, and how many folders up from the cwd. */
-#define UP_MAX_CONFIG_FILE_SIZE (256 * 1024)
-#define UP_MAX_CONFIG_FILES 64
+/* Config files (daemon/config-file.c): the largest one read, and how many folders up from the cwd.
+ */
+#define UP_MAX_CONFIG_FILE_SIZE	 (256 * 1024)
+#define UP_MAX_CONFIG_FILES	 64
 /* AWS (--aws-profiles): profiles in one session (flags and the agent's together), how long
  * `aws configure export-credentials` may run, how much of its output and stderr we keep. */
-#define UP_MAX_AWS_PROFILES 32
+#define UP_MAX_AWS_PROFILES	 32
 #define UP_AWS_EXPORT_TIMEOUT_MS 60000
 #define UP_AWS_EXPORT_OUTPUT_MAX 16384
 #define UP_AWS_EXPORT_STDERR_MAX 2048
 /* Credential refresh: renew this long before expiry at most (s), or a quarter of the time
  * left for credentials that live shorter; a failed refresh is retried from the first wait to
  * the cap (ms). */
-#define UP_REFRESH_MARGIN_S 300
+#define UP_REFRESH_MARGIN_S	 300
 #define UP_REFRESH_RETRY_BASE_MS 5000
-#define UP_REFRESH_RETRY_CAP_MS (5 * 60 * 1000)
+#define UP_REFRESH_RETRY_CAP_MS	 (5 * 60 * 1000)

@@ -12,10 +12,10 @@ static const struct {
 	char unit;
 	uint64_t seconds;
 } units[] = {
-	{ 's', 1 },
-	{ 'm', 60 },
-	{ 'h', 3600 },
-	{ 'd', 86400 },
+	{'s', 1},
+	{'m', 60},
+	{'h', 3600},
+	{'d', 86400},
 };
 
 /* Python's \s and str.strip() for ASCII: space, \t, \n, \v, \f, \r. */

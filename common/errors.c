@@ -9,7 +9,7 @@ static const struct {
 	int code;
 	const char *message;
 } table[] = {
-#define XX(n, c, m) [UP_ERR_##n] = { #n, c, m },
+#define XX(n, c, m) [UP_ERR_##n] = {#n, c, m},
 	UP_ERRORS(XX)
 #undef XX
 };

@@ -21,7 +21,8 @@ int up_read_file(const char *path, size_t max, char **ret, size_t *len)
 
 int up_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *len)
 {
-	_cleanup_(closep) int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	_cleanup_(closep) int fd =
+		openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
 
 	if (fd < 0)
 		return -errno;

@@ -7,13 +7,13 @@
 
 void up_frame_init(struct up_frame *f, size_t max)
 {
-	*f = (struct up_frame){ .max = max };
+	*f = (struct up_frame){.max = max};
 }
 
 void up_frame_done(struct up_frame *f)
 {
 	free(f->data);
-	*f = (struct up_frame){ .max = f->max };
+	*f = (struct up_frame){.max = f->max};
 }
 
 size_t up_frame_pending(const struct up_frame *f)

@@ -12,8 +12,8 @@
  * the connection, because the stream can no longer be trusted to be in step.
  */
 struct up_frame {
-	char *data;   /* owned */
-	size_t len;   /* bytes held */
+	char *data; /* owned */
+	size_t len; /* bytes held */
 	size_t cap;
 	size_t start; /* first byte not yet returned as a line */
 	size_t scan;  /* bytes before this offset (from start) hold no newline */

@@ -93,7 +93,7 @@ int up_jsonrpc_check_request(json_t *req, const char **method, json_t **params, 
 	if (v && !json_is_object(v) && !json_is_array(v))
 		return snprintf(why, why_len, "'params' must be an object or an array"), -EINVAL;
 	*params = v;
-	json_object_foreach(req, key, v) {
+	json_object_foreach (req, key, v) {
 		if (strcmp(key, "jsonrpc") && strcmp(key, "method") && strcmp(key, "params") &&
 		    strcmp(key, "id"))
 			return snprintf(why, why_len, "unknown member '%s' in the request", key),
@@ -132,10 +132,10 @@ void up_json_wipe(json_t *j)
 	if (json_is_string(j))
 		explicit_bzero((char *)json_string_value(j), json_string_length(j));
 	else if (json_is_object(j))
-		json_object_foreach(j, k, v)
+		json_object_foreach (j, k, v)
 			up_json_wipe(v);
 	else if (json_is_array(j))
-		json_array_foreach(j, i, v)
+		json_array_foreach (j, i, v)
 			up_json_wipe(v);
 }
 
@@ -145,16 +145,17 @@ char *up_json_join(const json_t *array, const char *sep)
 	json_t *v;
 	char *out;
 
-	json_array_foreach(array, i, v)
+	json_array_foreach (array, i, v)
 		len += json_string_length(v) + seplen;
 	out = malloc(len);
 	if (!out)
 		return NULL;
 	out[0] = '\0';
-	json_array_foreach(array, i, v) {
+	json_array_foreach (array, i, v) {
 		if (!json_is_string(v))
 			continue;
-		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? sep : "", json_string_value(v));
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? sep : "",
+					 json_string_value(v));
 	}
 	return out;
 }

@@ -35,5 +35,6 @@ static inline void up_list_remove(struct up_list *e)
 	e->prev = e->next = e;
 }
 
-#define up_list_for_each_safe(pos, tmp, head) \
-	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); (pos) = (tmp), (tmp) = (pos)->next)
+#define up_list_for_each_safe(pos, tmp, head)                            \
+	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
+	     (pos) = (tmp), (tmp) = (pos)->next)

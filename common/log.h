@@ -20,12 +20,12 @@ void log_msg(int level, const char *fmt, ...) _printf_(2, 3);
  */
 int log_errno(int level, int r, const char *fmt, ...) _printf_(3, 4);
 
-#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
-#define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)
+#define log_debug(...)	 log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...)	 log_msg(LOG_INFO, __VA_ARGS__)
+#define log_notice(...)	 log_msg(LOG_NOTICE, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
-#define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
+#define log_error(...)	 log_msg(LOG_ERR, __VA_ARGS__)
 
-#define log_debug_errno(r, ...) log_errno(LOG_DEBUG, r, __VA_ARGS__)
+#define log_debug_errno(r, ...)	  log_errno(LOG_DEBUG, r, __VA_ARGS__)
 #define log_warning_errno(r, ...) log_errno(LOG_WARNING, r, __VA_ARGS__)
-#define log_error_errno(r, ...) log_errno(LOG_ERR, r, __VA_ARGS__)
+#define log_error_errno(r, ...)	  log_errno(LOG_ERR, r, __VA_ARGS__)

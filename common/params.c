@@ -7,9 +7,9 @@
 #include <string.h>
 
 static const char *const type_names[] = {
-	[UP_PARAM_STRING] = "a string",   [UP_PARAM_INT] = "an integer",
-	[UP_PARAM_BOOL] = "a boolean",    [UP_PARAM_OBJECT] = "an object",
-	[UP_PARAM_ARRAY] = "an array",    [UP_PARAM_STRV] = "an array of strings",
+	[UP_PARAM_STRING] = "a string", [UP_PARAM_INT] = "an integer",
+	[UP_PARAM_BOOL] = "a boolean",	[UP_PARAM_OBJECT] = "an object",
+	[UP_PARAM_ARRAY] = "an array",	[UP_PARAM_STRV] = "an array of strings",
 	[UP_PARAM_ANY] = "any value",
 };
 
@@ -51,7 +51,7 @@ static bool type_ok(enum up_param_type t, json_t *v)
 	case UP_PARAM_STRV:
 		if (!json_is_array(v))
 			return false;
-		json_array_foreach(v, i, e)
+		json_array_foreach (v, i, e)
 			if (!json_is_string(e))
 				return false;
 		return true;
@@ -67,18 +67,12 @@ static void store(const struct up_param *p, json_t *v, void *out)
 	case UP_PARAM_STRING:
 		*(const char **)(void *)field = json_is_null(v) ? NULL : json_string_value(v);
 		break;
-	case UP_PARAM_INT:
-		*(int64_t *)(void *)field = json_integer_value(v);
-		break;
-	case UP_PARAM_BOOL:
-		*(bool *)(void *)field = json_is_true(v);
-		break;
+	case UP_PARAM_INT: *(int64_t *)(void *)field = json_integer_value(v); break;
+	case UP_PARAM_BOOL: *(bool *)(void *)field = json_is_true(v); break;
 	case UP_PARAM_OBJECT:
 	case UP_PARAM_ARRAY:
 	case UP_PARAM_STRV:
-	case UP_PARAM_ANY:
-		*(json_t **)(void *)field = json_is_null(v) ? NULL : v;
-		break;
+	case UP_PARAM_ANY: *(json_t **)(void *)field = json_is_null(v) ? NULL : v; break;
 	}
 }
 
@@ -92,14 +86,15 @@ int up_params_dispatch(const struct up_param *table, json_t *params, void *out, 
 		if (json_array_size(params) == 0)
 			params = NULL;
 		else
-			return snprintf(why, why_len,
-					"params must be an object with named members, not an array"),
+			return snprintf(
+				       why, why_len,
+				       "params must be an object with named members, not an array"),
 			       -EINVAL;
 	}
 	if (params && !json_is_object(params))
 		return snprintf(why, why_len, "params must be an object"), -EINVAL;
 
-	json_object_foreach(params, key, v) {
+	json_object_foreach (params, key, v) {
 		const struct up_param *p = find(table, key);
 		int r;
 

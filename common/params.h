@@ -15,19 +15,20 @@
  * which outlives the handler's synchronous part.
  */
 enum up_param_type {
-	UP_PARAM_STRING,  /* const char * */
-	UP_PARAM_INT,     /* int64_t */
-	UP_PARAM_BOOL,    /* bool */
-	UP_PARAM_OBJECT,  /* json_t * (borrowed) */
-	UP_PARAM_ARRAY,   /* json_t * (borrowed) */
-	UP_PARAM_STRV,    /* json_t * (borrowed), an array of strings */
-	UP_PARAM_ANY,     /* json_t * (borrowed) */
+	UP_PARAM_STRING, /* const char * */
+	UP_PARAM_INT,	 /* int64_t */
+	UP_PARAM_BOOL,	 /* bool */
+	UP_PARAM_OBJECT, /* json_t * (borrowed) */
+	UP_PARAM_ARRAY,	 /* json_t * (borrowed) */
+	UP_PARAM_STRV,	 /* json_t * (borrowed), an array of strings */
+	UP_PARAM_ANY,	 /* json_t * (borrowed) */
 };
 
 #define UP_PARAM_MANDATORY (1u << 0)
-#define UP_PARAM_NULLABLE (1u << 1)
+#define UP_PARAM_NULLABLE  (1u << 1)
 
-typedef int (*up_param_check_t)(const char *name, json_t *v, void *field, char *why, size_t why_len);
+typedef int (*up_param_check_t)(const char *name, json_t *v, void *field, char *why,
+				size_t why_len);
 
 struct up_param {
 	const char *name;

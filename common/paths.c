@@ -25,10 +25,12 @@ int up_socket_path(char *buf, size_t len)
 	if (env && *env)
 		return fits(snprintf(buf, len, "%s", env), len);
 	if (rt && *rt == '/')
-		return fits(snprintf(buf, len, "%s/%s/%s", rt, UP_SOCKET_DIR_NAME,
-				     UP_SOCKET_FILE_NAME), len);
-	return fits(snprintf(buf, len, "/run/user/%u/%s/%s", (unsigned)getuid(),
-			     UP_SOCKET_DIR_NAME, UP_SOCKET_FILE_NAME), len);
+		return fits(
+			snprintf(buf, len, "%s/%s/%s", rt, UP_SOCKET_DIR_NAME, UP_SOCKET_FILE_NAME),
+			len);
+	return fits(snprintf(buf, len, "/run/user/%u/%s/%s", (unsigned)getuid(), UP_SOCKET_DIR_NAME,
+			     UP_SOCKET_FILE_NAME),
+		    len);
 }
 
 int up_lock_path(const char *socket_path, char *buf, size_t len)

@@ -7,9 +7,9 @@
  */
 #define UP_PROTOCOL_VERSION 1
 
-#define UP_SOCKET_ENV "UPLINK_SOCKET"
-#define UP_SOCKET_DIR_NAME "uplink"
+#define UP_SOCKET_ENV	    "UPLINK_SOCKET"
+#define UP_SOCKET_DIR_NAME  "uplink"
 #define UP_SOCKET_FILE_NAME "uplinkd.sock"
-#define UP_LOCK_FILE_NAME "uplinkd.lock"
+#define UP_LOCK_FILE_NAME   "uplinkd.lock"
 
 #define UP_START_HINT "systemctl --user start uplinkd.socket"

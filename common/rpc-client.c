@@ -22,7 +22,7 @@ struct up_rpc_client {
 
 int up_rpc_client_connect(const char *path, struct up_rpc_client **ret)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_(closep) int fd = -1;
 	struct up_rpc_client *c;
 
@@ -121,7 +121,7 @@ static int read_message(struct up_rpc_client *c, long long deadline, json_t **ms
 			*msg = json_loadb(line, len, 0, NULL);
 			return *msg ? 0 : -EBADMSG;
 		}
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
 		int timeout = deadline < 0 ? -1 : (int)(deadline - now_ms());
 		if (deadline >= 0 && timeout <= 0)
 			return -ETIMEDOUT;

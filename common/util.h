@@ -6,26 +6,26 @@
 #include <string.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _wur_ __attribute__((warn_unused_result))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
+#define _wur_	       __attribute__((warn_unused_result))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _unused_ __attribute__((unused))
+#define _unused_       __attribute__((unused))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /* Hand a pointer over to a new owner: the local's cleanup then sees NULL. */
-#define TAKE_PTR(p) __extension__              \
-	({                                     \
-		__typeof__(p) _tp_ = (p);      \
-		(p) = NULL;                    \
-		_tp_;                          \
+#define TAKE_PTR(p)                       \
+	__extension__({                   \
+		__typeof__(p) _tp_ = (p); \
+		(p) = NULL;               \
+		_tp_;                     \
 	})
 
-#define TAKE_FD(fd) __extension__              \
-	({                                     \
-		int _tfd_ = (fd);              \
-		(fd) = -1;                     \
-		_tfd_;                         \
+#define TAKE_FD(fd)               \
+	__extension__({           \
+		int _tfd_ = (fd); \
+		(fd) = -1;        \
+		_tfd_;            \
 	})
 
 static inline void freep(void *p)

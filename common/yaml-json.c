@@ -38,7 +38,8 @@ static bool is_int(const char *s)
 
 static bool plain_null(const char *s)
 {
-	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+	       !strcmp(s, "NULL");
 }
 
 static int plain_bool(const char *s)
@@ -131,7 +132,8 @@ static int mapping(struct loader *l, json_t **ret)
 		}
 		if (json_object_get(obj, json_string_value(key))) {
 			char what[200];
-			(void)snprintf(what, sizeof(what), "duplicate key '%.100s'", json_string_value(key));
+			(void)snprintf(what, sizeof(what), "duplicate key '%.100s'",
+				       json_string_value(key));
 			json_decref(key);
 			r = fail(l, &mark, what);
 			goto fail;
@@ -186,7 +188,8 @@ static int node(struct loader *l, yaml_event_t *ev, json_t **ret)
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT: {
 		const char *s = (const char *)ev->data.scalar.value;
-		bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.tag;
+		bool plain =
+			ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.tag;
 		*ret = plain ? plain_scalar(s) : json_stringn(s, ev->data.scalar.length);
 		if (!*ret)
 			r = fail(l, &mark, "a string is not valid UTF-8");
@@ -205,12 +208,8 @@ static int node(struct loader *l, yaml_event_t *ev, json_t **ret)
 		r = ev->type == YAML_MAPPING_START_EVENT ? mapping(l, ret) : sequence(l, ret);
 		l->depth--;
 		break;
-	case YAML_ALIAS_EVENT:
-		r = fail(l, &mark, "aliases (*name) are not supported");
-		break;
-	default:
-		r = fail(l, &mark, "unexpected YAML structure");
-		break;
+	case YAML_ALIAS_EVENT: r = fail(l, &mark, "aliases (*name) are not supported"); break;
+	default: r = fail(l, &mark, "unexpected YAML structure"); break;
 	}
 	yaml_event_delete(ev);
 	return r;
@@ -218,13 +217,14 @@ static int node(struct loader *l, yaml_event_t *ev, json_t **ret)
 
 int up_yaml_load(const char *text, size_t len, json_t **ret, char *err, size_t err_len)
 {
-	struct loader l = { .err = err, .err_len = err_len };
+	struct loader l = {.err = err, .err_len = err_len};
 	yaml_event_t ev;
 	json_t *doc = NULL;
 	int r;
 
 	if (len > UP_MAX_YAML_SIZE)
-		return snprintf(err, err_len, "the document is over %d bytes", UP_MAX_YAML_SIZE), -EFBIG;
+		return snprintf(err, err_len, "the document is over %d bytes", UP_MAX_YAML_SIZE),
+		       -EFBIG;
 	if (!yaml_parser_initialize(&l.parser))
 		return -ENOMEM;
 	yaml_parser_set_input_string(&l.parser, (const unsigned char *)text, len);
@@ -290,8 +290,9 @@ static int emit_scalar(yaml_emitter_t *e, const char *s, bool plain_ok)
 {
 	yaml_event_t ev;
 
-	yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain_ok,
-				     !plain_ok, plain_ok ? YAML_ANY_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	yaml_scalar_event_initialize(
+		&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain_ok, !plain_ok,
+		plain_ok ? YAML_ANY_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 	return emit(e, &ev);
 }
 
@@ -308,7 +309,7 @@ static int emit_node(yaml_emitter_t *e, const json_t *v)
 	case JSON_OBJECT:
 		yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
 		r = emit(e, &ev);
-		json_object_foreach((json_t *)v, key, x) {
+		json_object_foreach ((json_t *)v, key, x) {
 			if (r >= 0)
 				r = emit_scalar(e, key, true);
 			if (r >= 0)
@@ -319,7 +320,7 @@ static int emit_node(yaml_emitter_t *e, const json_t *v)
 	case JSON_ARRAY:
 		yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
 		r = emit(e, &ev);
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			if (r >= 0)
 				r = emit_node(e, x);
 		yaml_sequence_end_event_initialize(&ev);
@@ -327,7 +328,8 @@ static int emit_node(yaml_emitter_t *e, const json_t *v)
 	case JSON_STRING: {
 		/* A string that would load back as null, a boolean or a number must be quoted. */
 		json_t *back = plain_scalar(json_string_value(v));
-		bool plain = json_is_string(back) && strcmp(json_string_value(back), json_string_value(v)) == 0;
+		bool plain = json_is_string(back) &&
+			     strcmp(json_string_value(back), json_string_value(v)) == 0;
 		json_decref(back);
 		return emit_scalar(e, json_string_value(v), plain);
 	}
@@ -337,19 +339,16 @@ static int emit_node(yaml_emitter_t *e, const json_t *v)
 	case JSON_REAL:
 		(void)snprintf(num, sizeof(num), "%.17g", json_real_value(v));
 		return emit_scalar(e, num, true);
-	case JSON_TRUE:
-		return emit_scalar(e, "true", true);
-	case JSON_FALSE:
-		return emit_scalar(e, "false", true);
-	case JSON_NULL:
-		return emit_scalar(e, "null", true);
+	case JSON_TRUE: return emit_scalar(e, "true", true);
+	case JSON_FALSE: return emit_scalar(e, "false", true);
+	case JSON_NULL: return emit_scalar(e, "null", true);
 	}
 	return -EINVAL;
 }
 
 char *up_yaml_dump(const json_t *v)
 {
-	struct out o = { 0 };
+	struct out o = {0};
 	yaml_emitter_t e;
 	yaml_event_t ev;
 	int r;

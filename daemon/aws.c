@@ -17,7 +17,8 @@
 
 bool up_aws_profile_ok(const char *name)
 {
-	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+	static const char ok[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
 
 	return name && *name && strspn(name, ok) == strlen(name);
 }
@@ -28,12 +29,16 @@ int up_aws_check_profiles(const json_t *profiles, char *why, size_t len)
 	size_t i;
 
 	if (json_array_size(profiles) > UP_MAX_AWS_PROFILES)
-		return snprintf(why, len, "--aws-profiles: at most %d profiles", UP_MAX_AWS_PROFILES),
+		return snprintf(why, len, "--aws-profiles: at most %d profiles",
+				UP_MAX_AWS_PROFILES),
 		       -EINVAL;
-	json_array_foreach(profiles, i, v)
+	json_array_foreach (profiles, i, v)
 		if (!up_aws_profile_ok(json_string_value(v)))
-			return snprintf(why, len, "invalid AWS profile name '%.200s': only letters, digits, "
-					"'.', '_' and '-' are allowed", json_string_value(v)), -EINVAL;
+			return snprintf(why, len,
+					"invalid AWS profile name '%.200s': only letters, digits, "
+					"'.', '_' and '-' are allowed",
+					json_string_value(v)),
+			       -EINVAL;
 	return 0;
 }
 
@@ -61,7 +66,7 @@ char *up_aws_dummy_ini(const json_t *profiles)
 
 	if (!f)
 		return NULL;
-	json_array_foreach(profiles, i, v) {
+	json_array_foreach (profiles, i, v) {
 		up_aws_dummy_akid(json_string_value(v), akid);
 		fprintf(f, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n",
 			json_string_value(v), akid, UP_AWS_DUMMY_SECRET);
@@ -82,12 +87,12 @@ void up_aws_creds_wipe(struct up_aws_creds *c)
 		up_free_secret(c->secret_access_key, strlen(c->secret_access_key));
 	if (c->session_token)
 		up_free_secret(c->session_token, strlen(c->session_token));
-	*c = (struct up_aws_creds){ 0 };
+	*c = (struct up_aws_creds){0};
 }
 
 int up_aws_parse_time(const char *s, int64_t *ret)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	const char *p;
 	long off = 0;
 	time_t t;
@@ -128,7 +133,7 @@ int up_aws_parse_export(const char *text, size_t len, struct up_aws_creds *c, ch
 	const char *exp;
 	int r = 0;
 
-	*c = (struct up_aws_creds){ 0 };
+	*c = (struct up_aws_creds){0};
 	if (!json_is_object(doc)) {
 		up_json_wipe(doc);
 		json_decref(doc);
@@ -190,31 +195,48 @@ static int export_timeout_ms(void)
 
 static int export_one(const char *profile, struct up_aws_creds *c, char *why, size_t len)
 {
-	char *argv[] = { "aws", "configure", "export-credentials", "--profile", (char *)profile,
-			 "--format", "process", NULL };
+	char *argv[] = {"aws",
+			"configure",
+			"export-credentials",
+			"--profile",
+			(char *)profile,
+			"--format",
+			"process",
+			NULL};
 	char err[UP_AWS_EXPORT_STDERR_MAX], reason[128];
 	char *out = malloc(UP_AWS_EXPORT_OUTPUT_MAX);
 	int timeout = export_timeout_ms(), status, r;
-	struct up_run run = { .argv = argv, .timeout_ms = timeout, .fd3 = -1, .out = out,
-			      .out_len = UP_AWS_EXPORT_OUTPUT_MAX, .err = err, .err_len = sizeof(err) };
+	struct up_run run = {.argv = argv,
+			     .timeout_ms = timeout,
+			     .fd3 = -1,
+			     .out = out,
+			     .out_len = UP_AWS_EXPORT_OUTPUT_MAX,
+			     .err = err,
+			     .err_len = sizeof(err)};
 
 	if (!out)
 		return -ENOMEM;
 	r = up_run(&run);
 	status = run.status;
 	if (r == -ENOENT)
-		(void)snprintf(why, len, "AWS profile '%s': the aws CLI is not on uplinkd's PATH; install "
-			       "AWS CLI v2 (or put it on the daemon's PATH) to use --aws-profiles", profile);
+		(void)snprintf(why, len,
+			       "AWS profile '%s': the aws CLI is not on uplinkd's PATH; install "
+			       "AWS CLI v2 (or put it on the daemon's PATH) to use --aws-profiles",
+			       profile);
 	else if (r == -ETIMEDOUT)
-		(void)snprintf(why, len, "AWS profile '%s': aws configure export-credentials did not "
-			       "finish within %d s; if the profile uses SSO, run: aws sso login --profile %s",
+		(void)snprintf(why, len,
+			       "AWS profile '%s': aws configure export-credentials did not "
+			       "finish within %d s; if the profile uses SSO, run: aws sso login "
+			       "--profile %s",
 			       profile, (timeout + 999) / 1000, profile);
 	else if (r < 0)
-		(void)snprintf(why, len, "AWS profile '%s': cannot run aws: %s", profile, strerror(-r));
+		(void)snprintf(why, len, "AWS profile '%s': cannot run aws: %s", profile,
+			       strerror(-r));
 	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		(void)snprintf(why, len, "AWS profile '%s': cannot export its credentials (aws: %s); if it "
-			       "uses SSO, run: aws sso login --profile %s", profile, first_line(err),
-			       profile);
+		(void)snprintf(why, len,
+			       "AWS profile '%s': cannot export its credentials (aws: %s); if it "
+			       "uses SSO, run: aws sso login --profile %s",
+			       profile, first_line(err), profile);
 		r = -EIO;
 	} else if ((r = up_aws_parse_export(out, strlen(out), c, reason, sizeof(reason))) < 0)
 		(void)snprintf(why, len, "AWS profile '%s': aws configure export-credentials: %s",
@@ -229,7 +251,8 @@ static int map_add(json_t *map, const char *profile, const struct up_aws_creds *
 	json_t *e = json_pack("{s:s, s:s}", "access_key_id", c->access_key_id, "secret_access_key",
 			      c->secret_access_key);
 
-	if (e && c->session_token && json_object_set_new(e, "session_token", json_string(c->session_token)) < 0) {
+	if (e && c->session_token &&
+	    json_object_set_new(e, "session_token", json_string(c->session_token)) < 0) {
 		up_json_wipe(e);
 		json_decref(e);
 		e = NULL;
@@ -247,8 +270,8 @@ int up_aws_export_all(const json_t *profiles, char **creds_json, int64_t *expire
 	int r = map ? 0 : -ENOMEM;
 
 	*creds_json = NULL;
-	json_array_foreach(profiles, i, v) {
-		struct up_aws_creds c = { 0 };
+	json_array_foreach (profiles, i, v) {
+		struct up_aws_creds c = {0};
 		if (r < 0)
 			break;
 		r = export_one(json_string_value(v), &c, why, len);

@@ -14,7 +14,7 @@
 
 #include "util.h"
 
-#define UP_AWS_AKID_LEN 20
+#define UP_AWS_AKID_LEN	    20
 /* §6.2: "DUMMYsecret", 28 zeros, "A" (40 characters, as a real secret key). */
 #define UP_AWS_DUMMY_SECRET "DUMMYsecret0000000000000000000000000000A"
 
@@ -34,7 +34,7 @@ char *up_aws_dummy_ini(const json_t *profiles);
 /* One profile's real credentials; every string a secret but the key id. */
 struct up_aws_creds {
 	char *access_key_id, *secret_access_key, *session_token; /* token NULL: none */
-	int64_t expires_at; /* Unix time; 0: does not expire */
+	int64_t expires_at;					 /* Unix time; 0: does not expire */
 };
 void up_aws_creds_wipe(struct up_aws_creds *c);
 

@@ -10,7 +10,13 @@
 
 #define UP_MANAGED_SELECTOR "managed-by=agent-uplink"
 
-enum cluster_state { CLUSTER_LOADING, CLUSTER_SYNCING, CLUSTER_READY, CLUSTER_FAILING, CLUSTER_UNAVAILABLE };
+enum cluster_state {
+	CLUSTER_LOADING,
+	CLUSTER_SYNCING,
+	CLUSTER_READY,
+	CLUSTER_FAILING,
+	CLUSTER_UNAVAILABLE
+};
 
 static const char *const state_names[] = {
 	[CLUSTER_LOADING] = "loading",
@@ -175,8 +181,8 @@ static void on_loaded(int r, const char *error, struct up_kube_context *ctx, voi
 	r = up_kube_watch_new(c->kube, "Namespace", UP_MANAGED_SELECTOR, on_namespace_event,
 			      on_watch_state, c, &c->namespaces);
 	if (r >= 0)
-		r = up_kube_watch_new(c->kube, "Pod", UP_MANAGED_SELECTOR, on_pod_event, on_watch_state,
-				      c, &c->pods);
+		r = up_kube_watch_new(c->kube, "Pod", UP_MANAGED_SELECTOR, on_pod_event,
+				      on_watch_state, c, &c->pods);
 	if (r < 0)
 		set_state(c, CLUSTER_UNAVAILABLE, strerror(-r));
 }
@@ -230,10 +236,12 @@ json_t *up_cluster_status(const struct up_cluster *c)
 		(void)json_object_set_new(s, "error", json_string(c->error));
 	if (c->namespaces)
 		(void)json_object_set_new(s, "namespaces",
-					  json_integer((json_int_t)json_object_size(up_kube_watch_cache(c->namespaces))));
+					  json_integer((json_int_t)json_object_size(
+						  up_kube_watch_cache(c->namespaces))));
 	if (c->pods)
-		(void)json_object_set_new(s, "pods",
-					  json_integer((json_int_t)json_object_size(up_kube_watch_cache(c->pods))));
+		(void)json_object_set_new(
+			s, "pods",
+			json_integer((json_int_t)json_object_size(up_kube_watch_cache(c->pods))));
 	return s;
 }
 

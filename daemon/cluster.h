@@ -32,7 +32,8 @@ struct up_kube_watch *up_cluster_pods(const struct up_cluster *c);
  * One listener for every change the shared watches see (kind "Namespace" or "Pod"),
  * and for the cluster becoming ready (kind NULL). The object is borrowed.
  */
-typedef void (*up_cluster_event_fn)(const char *kind, enum up_watch_event ev, json_t *obj, void *ud);
+typedef void (*up_cluster_event_fn)(const char *kind, enum up_watch_event ev, json_t *obj,
+				    void *ud);
 void up_cluster_set_listener(struct up_cluster *c, up_cluster_event_fn fn, void *ud);
 bool up_cluster_ready(const struct up_cluster *c);
 

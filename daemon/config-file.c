@@ -25,7 +25,7 @@ enum kind {
 	K_MODE_FLAG, /* anthropic: true / bedrock: true */
 	K_RULES,
 	K_ARGS,
-	K_PATH,  /* one host path: "~/x" under home, "x" next to the file */
+	K_PATH,	 /* one host path: "~/x" under home, "x" next to the file */
 	K_WORDS, /* a list of strings; adds to the flag's */
 	K_PATHS, /* a list of host paths; adds to the flag's */
 };
@@ -40,49 +40,73 @@ struct key {
 
 #define F(field) offsetof(struct up_config, field)
 static const struct key keys[] = {
-	{ "mode", "mode", K_STRING, F(mode), NULL },
-	{ "auth_mode", "mode", K_STRING, F(mode), NULL },
-	{ "anthropic", "mode", K_MODE_FLAG, F(mode), "anthropic" },
-	{ "bedrock", "mode", K_MODE_FLAG, F(mode), "bedrock" },
-	{ "rules", "rules", K_RULES, F(rules), NULL },
-	{ "no_default_rules", "no_default_rules", K_BOOL, F(no_default_rules), NULL },
-	{ "allow_exec", "allow_exec", K_BOOL, F(allow_exec), NULL },
-	{ "deploy_context", "deploy_context", K_STRING, F(deploy_context), NULL },
-	{ "agent_runtime_class", "agent_runtime_class", K_STRING, F(agent_runtime_class), NULL },
-	{ "mitm_runtime_class", "mitm_runtime_class", K_STRING, F(mitm_runtime_class), NULL },
-	{ "mitmproxy_image", "mitmproxy_image", K_STRING, F(mitmproxy_image), NULL },
-	{ "registry_image", "registry_image", K_STRING, F(registry_image), NULL },
-	{ "image", "image", K_STRING, F(image), NULL },
-	{ "registry", "registry", K_STRING, F(registry), NULL },
-	{ "ttl", "ttl", K_DURATION, F(ttl), NULL },
-	{ "idle_timeout", "idle_timeout", K_DURATION, F(idle_timeout), NULL },
-	{ "allow_dns", "allow_dns", K_BOOL, F(allow_dns), NULL },
-	{ "notifications", "notifications", K_BOOL, F(notifications), NULL },
-	{ "args", "args", K_ARGS, F(args), NULL },
-	{ "claude_args", "args", K_ARGS, F(args), NULL },
-	{ "add_dir", "add_dir", K_PATHS, 0, NULL },
-	{ "mount_rw", "mount_rw", K_PATHS, 0, NULL },
-	{ "mount_ro", "mount_ro", K_PATHS, 0, NULL },
-	{ "ssh_cidr", "ssh_cidr", K_WORDS, 0, NULL },
-	{ "ssh_key_dir", "ssh_key_dir", K_PATH, F(ssh_key_dir), NULL },
-	{ "git_https_rewrite", "git_https_rewrite", K_WORDS, 0, NULL },
-	{ "no_git_identity", "no_git_identity", K_BOOL, F(no_git_identity), NULL },
-	{ "mitm_ca_cert", "mitm_ca_cert", K_PATHS, 0, NULL },
-	{ "mitm_insecure", "mitm_insecure", K_BOOL, F(mitm_insecure), NULL },
-	{ "mitm_debug", "mitm_debug", K_BOOL, F(mitm_debug), NULL },
-	{ "kube_context", "kube_context", K_WORDS, 0, NULL },
-	{ "kubeconfig", "kubeconfig", K_PATH, F(kubeconfig), NULL },
-	{ "aws_profiles", "aws_profiles", K_WORDS, 0, NULL },
+	{"mode", "mode", K_STRING, F(mode), NULL},
+	{"auth_mode", "mode", K_STRING, F(mode), NULL},
+	{"anthropic", "mode", K_MODE_FLAG, F(mode), "anthropic"},
+	{"bedrock", "mode", K_MODE_FLAG, F(mode), "bedrock"},
+	{"rules", "rules", K_RULES, F(rules), NULL},
+	{"no_default_rules", "no_default_rules", K_BOOL, F(no_default_rules), NULL},
+	{"allow_exec", "allow_exec", K_BOOL, F(allow_exec), NULL},
+	{"deploy_context", "deploy_context", K_STRING, F(deploy_context), NULL},
+	{"agent_runtime_class", "agent_runtime_class", K_STRING, F(agent_runtime_class), NULL},
+	{"mitm_runtime_class", "mitm_runtime_class", K_STRING, F(mitm_runtime_class), NULL},
+	{"mitmproxy_image", "mitmproxy_image", K_STRING, F(mitmproxy_image), NULL},
+	{"registry_image", "registry_image", K_STRING, F(registry_image), NULL},
+	{"image", "image", K_STRING, F(image), NULL},
+	{"registry", "registry", K_STRING, F(registry), NULL},
+	{"ttl", "ttl", K_DURATION, F(ttl), NULL},
+	{"idle_timeout", "idle_timeout", K_DURATION, F(idle_timeout), NULL},
+	{"allow_dns", "allow_dns", K_BOOL, F(allow_dns), NULL},
+	{"notifications", "notifications", K_BOOL, F(notifications), NULL},
+	{"args", "args", K_ARGS, F(args), NULL},
+	{"claude_args", "args", K_ARGS, F(args), NULL},
+	{"add_dir", "add_dir", K_PATHS, 0, NULL},
+	{"mount_rw", "mount_rw", K_PATHS, 0, NULL},
+	{"mount_ro", "mount_ro", K_PATHS, 0, NULL},
+	{"ssh_cidr", "ssh_cidr", K_WORDS, 0, NULL},
+	{"ssh_key_dir", "ssh_key_dir", K_PATH, F(ssh_key_dir), NULL},
+	{"git_https_rewrite", "git_https_rewrite", K_WORDS, 0, NULL},
+	{"no_git_identity", "no_git_identity", K_BOOL, F(no_git_identity), NULL},
+	{"mitm_ca_cert", "mitm_ca_cert", K_PATHS, 0, NULL},
+	{"mitm_insecure", "mitm_insecure", K_BOOL, F(mitm_insecure), NULL},
+	{"mitm_debug", "mitm_debug", K_BOOL, F(mitm_debug), NULL},
+	{"kube_context", "kube_context", K_WORDS, 0, NULL},
+	{"kubeconfig", "kubeconfig", K_PATH, F(kubeconfig), NULL},
+	{"aws_profiles", "aws_profiles", K_WORDS, 0, NULL},
 };
 #undef F
 
 /* The keys config.show lists, in this order (canonical names, each once). */
 static const char *const shown[] = {
-	"mode", "rules", "no_default_rules", "allow_exec", "deploy_context", "agent_runtime_class",
-	"mitm_runtime_class", "mitmproxy_image", "registry_image", "image", "registry", "ttl",
-	"idle_timeout", "allow_dns", "notifications", "args", "add_dir", "mount_rw", "mount_ro",
-	"ssh_cidr", "ssh_key_dir", "git_https_rewrite", "no_git_identity", "mitm_ca_cert",
-	"mitm_insecure", "mitm_debug", "kube_context", "kubeconfig", "aws_profiles",
+	"mode",
+	"rules",
+	"no_default_rules",
+	"allow_exec",
+	"deploy_context",
+	"agent_runtime_class",
+	"mitm_runtime_class",
+	"mitmproxy_image",
+	"registry_image",
+	"image",
+	"registry",
+	"ttl",
+	"idle_timeout",
+	"allow_dns",
+	"notifications",
+	"args",
+	"add_dir",
+	"mount_rw",
+	"mount_ro",
+	"ssh_cidr",
+	"ssh_key_dir",
+	"git_https_rewrite",
+	"no_git_identity",
+	"mitm_ca_cert",
+	"mitm_insecure",
+	"mitm_debug",
+	"kube_context",
+	"kubeconfig",
+	"aws_profiles",
 };
 
 static bool adds_up(const struct key *k)
@@ -100,7 +124,7 @@ static const struct key *key_find_canon(const char *canon)
 
 int up_config_init_defaults(struct up_config *c)
 {
-	*c = (struct up_config){ .notifications = true };
+	*c = (struct up_config){.notifications = true};
 	c->ttl = strdup("24h");
 	c->idle_timeout = strdup("4h");
 	c->rules = json_array();
@@ -109,8 +133,8 @@ int up_config_init_defaults(struct up_config *c)
 	c->files = json_array();
 	c->lists = json_object();
 	c->project = json_object();
-	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files && c->lists &&
-			       c->project
+	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files &&
+			       c->lists && c->project
 		       ? 0
 		       : -ENOMEM;
 }
@@ -118,7 +142,8 @@ int up_config_init_defaults(struct up_config *c)
 void up_config_done(struct up_config *c)
 {
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-		if (keys[i].kind == K_STRING || keys[i].kind == K_DURATION || keys[i].kind == K_PATH) {
+		if (keys[i].kind == K_STRING || keys[i].kind == K_DURATION ||
+		    keys[i].kind == K_PATH) {
 			char **s = (char **)(void *)((char *)c + keys[i].offset);
 			free(*s);
 			*s = NULL;
@@ -154,7 +179,8 @@ _printf_(3, 4) static void problem(struct pctx *p, const yaml_node_t *n, const c
 	va_end(ap);
 	p->n_problems++;
 	if (json_array_append_new(p->problems, json_sprintf("%s:%zu: %s", p->path,
-							    n ? n->start_mark.line + 1 : 1, msg)) < 0)
+							    n ? n->start_mark.line + 1 : 1, msg)) <
+	    0)
 		p->oom = true;
 }
 
@@ -172,7 +198,8 @@ static const char *shape(const yaml_node_t *n, char *buf, size_t len)
 		return "a mapping";
 	if (n->type == YAML_SEQUENCE_NODE)
 		return "a list";
-	(void)snprintf(buf, len, "%s%.40s%s", n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : "'",
+	(void)snprintf(buf, len, "%s%.40s%s",
+		       n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : "'",
 		       (const char *)n->data.scalar.value,
 		       n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "" : "'");
 	return buf;
@@ -181,7 +208,8 @@ static const char *shape(const yaml_node_t *n, char *buf, size_t len)
 /* The text of a string-like scalar (not null, not a boolean, no NUL byte), or NULL. */
 static const char *str(const yaml_node_t *n)
 {
-	if (!n || n->type != YAML_SCALAR_NODE || up_yaml_node_is_null(n) || up_yaml_node_boolean(n) >= 0)
+	if (!n || n->type != YAML_SCALAR_NODE || up_yaml_node_is_null(n) ||
+	    up_yaml_node_boolean(n) >= 0)
 		return NULL;
 	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
 		return NULL;
@@ -200,8 +228,8 @@ static bool taken(const struct pctx *p, const char *canon)
  * user; allow_exec from such a file is refused: it would let the repository run commands here.
  */
 static const char *const reaching[] = {
-	"allow_exec", "kube_context", "kubeconfig", "ssh_key_dir", "aws_profiles", "add_dir",
-	"mount_rw", "mount_ro", "mitm_insecure", "mitm_debug",
+	"allow_exec", "kube_context", "kubeconfig", "ssh_key_dir",   "aws_profiles",
+	"add_dir",    "mount_rw",     "mount_ro",   "mitm_insecure", "mitm_debug",
 };
 
 static bool project_file(const struct pctx *p)
@@ -209,14 +237,16 @@ static bool project_file(const struct pctx *p)
 	const char *slash = strrchr(p->path, '/');
 	size_t dir = slash ? (size_t)(slash - p->path) : 0;
 
-	return slash && (streq(slash + 1, UP_CONFIG_FILE) || streq(slash + 1, UP_CONFIG_FILE_OLD)) &&
+	return slash &&
+	       (streq(slash + 1, UP_CONFIG_FILE) || streq(slash + 1, UP_CONFIG_FILE_OLD)) &&
 	       !(p->home && strlen(p->home) == dir && !strncmp(p->path, p->home, dir));
 }
 
 static void note_reach(struct pctx *p, const char *canon, const yaml_node_t *n)
 {
 	for (size_t i = 0; i < ELEMENTSOF(reaching); i++)
-		if (streq(reaching[i], canon) && project_file(p) && !json_object_get(p->c->project, canon) &&
+		if (streq(reaching[i], canon) && project_file(p) &&
+		    !json_object_get(p->c->project, canon) &&
 		    json_object_set_new(p->c->project, canon, origin(p, n)) < 0)
 			p->oom = true;
 }
@@ -230,7 +260,8 @@ static void set_origin(struct pctx *p, const char *canon, const yaml_node_t *n)
 
 static char *expand_path(const struct pctx *p, const char *s);
 
-static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *kn, const yaml_node_t *v)
+static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *kn,
+			const yaml_node_t *v)
 {
 	char **field = (char **)(void *)((char *)p->c + k->offset), buf[64], err[256];
 	const char *s = str(v);
@@ -253,13 +284,15 @@ static void read_string(struct pctx *p, const struct key *k, const yaml_node_t *
 	set_origin(p, k->canon, kn);
 }
 
-static void read_bool(struct pctx *p, const struct key *k, const yaml_node_t *kn, const yaml_node_t *v)
+static void read_bool(struct pctx *p, const struct key *k, const yaml_node_t *kn,
+		      const yaml_node_t *v)
 {
 	int b = up_yaml_node_boolean(v);
 	char buf[64];
 
 	if (b < 0) {
-		problem(p, v, "'%s' expects a boolean (true/false), got %s", k->name, shape(v, buf, sizeof(buf)));
+		problem(p, v, "'%s' expects a boolean (true/false), got %s", k->name,
+			shape(v, buf, sizeof(buf)));
 		return;
 	}
 	if (k->kind == K_MODE_FLAG) {
@@ -279,7 +312,8 @@ static void read_bool(struct pctx *p, const struct key *k, const yaml_node_t *kn
 }
 
 /* Appends an item of a list and where it came from. */
-static void list_add(struct pctx *p, const char *canon, json_t *list, json_t *item, const yaml_node_t *n)
+static void list_add(struct pctx *p, const char *canon, json_t *list, json_t *item,
+		     const yaml_node_t *n)
 {
 	json_t *o = json_object_get(p->c->origins, canon);
 
@@ -288,7 +322,8 @@ static void list_add(struct pctx *p, const char *canon, json_t *list, json_t *it
 		if (json_object_set_new(p->c->origins, canon, o) < 0)
 			o = NULL;
 	}
-	if (!item || !o || json_array_append_new(list, item) < 0 || json_array_append_new(o, origin(p, n)) < 0)
+	if (!item || !o || json_array_append_new(list, item) < 0 ||
+	    json_array_append_new(o, origin(p, n)) < 0)
 		p->oom = true;
 	note_reach(p, canon, n);
 }
@@ -364,8 +399,8 @@ static void read_inline_rule(struct pctx *p, const yaml_node_t *n)
 		problem(p, n, "this inline rule is invalid: %s", err);
 		return;
 	}
-	item = json_pack("{s:s, s:o, s:s, s:O}", "file", p->path, "source", origin(p, n), "text", text,
-			 "rule", json_array_get(json_object_get(tree, "rules"), 0));
+	item = json_pack("{s:s, s:o, s:s, s:O}", "file", p->path, "source", origin(p, n), "text",
+			 text, "rule", json_array_get(json_object_get(tree, "rules"), 0));
 	json_decref(tree);
 	list_add(p, "rules", p->c->rules, item, n);
 }
@@ -383,7 +418,8 @@ static char *expand_path(const struct pctx *p, const char *s)
 		return strdup(buf);
 	}
 	slash = strrchr(p->path, '/');
-	(void)snprintf(buf, sizeof(buf), "%.*s/%s", slash ? (int)(slash - p->path) : 1, slash ? p->path : ".", s);
+	(void)snprintf(buf, sizeof(buf), "%.*s/%s", slash ? (int)(slash - p->path) : 1,
+		       slash ? p->path : ".", s);
 	return strdup(buf);
 }
 
@@ -409,8 +445,10 @@ static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_
 	if (!s && v->type == YAML_SCALAR_NODE && !up_yaml_node_is_null(v) && k->kind == K_ARGS)
 		s = (const char *)v->data.scalar.value; /* args: true stays the word "true" */
 	if (!s) {
-		problem(p, v, k->kind == K_RULES ? "'%s' items are rules files (paths) or inline rules "
-						   "(mappings), got %s" : "'%s' items are strings, got %s",
+		problem(p, v,
+			k->kind == K_RULES ? "'%s' items are rules files (paths) or inline rules "
+					     "(mappings), got %s"
+					   : "'%s' items are strings, got %s",
 			k->name, shape(v, buf, sizeof(buf)));
 		return;
 	}
@@ -420,7 +458,8 @@ static void read_list_item(struct pctx *p, const struct key *k, const yaml_node_
 			 path ? json_string(path) : NULL, v);
 		free(path);
 	} else {
-		list_add(p, k->canon, k->kind == K_ARGS ? p->c->args : list_of(p, k->canon), json_string(s), v);
+		list_add(p, k->canon, k->kind == K_ARGS ? p->c->args : list_of(p, k->canon),
+			 json_string(s), v);
 	}
 }
 
@@ -432,7 +471,8 @@ static void read_list(struct pctx *p, const struct key *k, const yaml_node_t *v)
 		read_list_item(p, k, v); /* a scalar counts as a one-item list */
 		return;
 	}
-	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+	     it++)
 		read_list_item(p, k, yaml_document_get_node(p->doc, *it));
 }
 
@@ -442,7 +482,8 @@ static void unknown_key(struct pctx *p, const yaml_node_t *kn, const char *name)
 	size_t pos = 0;
 
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-		pos += (size_t)snprintf(known + pos, sizeof(known) - pos, "%s%s", i ? ", " : "", keys[i].name);
+		pos += (size_t)snprintf(known + pos, sizeof(known) - pos, "%s%s", i ? ", " : "",
+					keys[i].name);
 	problem(p, kn, "unknown key '%s'; known keys: %s", name, known);
 }
 
@@ -454,15 +495,20 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 		problem(p, root, "expected a YAML mapping at the top level (key: value lines)");
 		return;
 	}
-	for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
-		yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key), *v = yaml_document_get_node(p->doc, pr->value);
-		const char *name = kn && kn->type == YAML_SCALAR_NODE ? (const char *)kn->data.scalar.value : NULL;
+	for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
+	     pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key),
+			    *v = yaml_document_get_node(p->doc, pr->value);
+		const char *name = kn && kn->type == YAML_SCALAR_NODE
+					   ? (const char *)kn->data.scalar.value
+					   : NULL;
 		const struct key *k = NULL;
 		bool dup = false;
 
 		for (yaml_node_pair_t *q = root->data.mapping.pairs.start; name && q < pr; q++) {
 			yaml_node_t *o = yaml_document_get_node(p->doc, q->key);
-			dup = dup || (o && o->type == YAML_SCALAR_NODE && streq((const char *)o->data.scalar.value, name));
+			dup = dup || (o && o->type == YAML_SCALAR_NODE &&
+				      streq((const char *)o->data.scalar.value, name));
 		}
 		if (!name) {
 			problem(p, kn, "keys are names, not lists or mappings");
@@ -482,19 +528,13 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 		switch (k->kind) {
 		case K_STRING:
 		case K_DURATION:
-		case K_PATH:
-			read_string(p, k, kn, v);
-			break;
+		case K_PATH: read_string(p, k, kn, v); break;
 		case K_BOOL:
-		case K_MODE_FLAG:
-			read_bool(p, k, kn, v);
-			break;
+		case K_MODE_FLAG: read_bool(p, k, kn, v); break;
 		case K_RULES:
 		case K_ARGS:
 		case K_WORDS:
-		case K_PATHS:
-			read_list(p, k, v);
-			break;
+		case K_PATHS: read_list(p, k, v); break;
 		}
 	}
 }
@@ -511,16 +551,20 @@ static void prescan(struct pctx *p)
 	yaml_parser_set_input_string(&parser, (const unsigned char *)p->text, p->len);
 	while (!done) {
 		if (!yaml_parser_parse(&parser, &ev)) {
-			yaml_node_t at = { .start_mark = parser.problem_mark };
-			problem(p, &at, "invalid YAML: %s%s%s", parser.problem ? parser.problem : "?",
-				parser.context ? " " : "", parser.context ? parser.context : "");
+			yaml_node_t at = {.start_mark = parser.problem_mark};
+			problem(p, &at, "invalid YAML: %s%s%s",
+				parser.problem ? parser.problem : "?", parser.context ? " " : "",
+				parser.context ? parser.context : "");
 			break;
 		}
-		yaml_node_t at = { .start_mark = ev.start_mark };
+		yaml_node_t at = {.start_mark = ev.start_mark};
 		if (ev.type == YAML_ALIAS_EVENT)
-			problem(p, &at, "YAML aliases (*name) are not supported in config files; write the value out");
+			problem(p, &at,
+				"YAML aliases (*name) are not supported in config files; write the "
+				"value out");
 		else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
-			problem(p, &at, "a config file holds one YAML document; remove the second '---'");
+			problem(p, &at,
+				"a config file holds one YAML document; remove the second '---'");
 		done = ev.type == YAML_STREAM_END_EVENT || p->n_problems > 0;
 		yaml_event_delete(&ev);
 	}
@@ -530,7 +574,8 @@ static void prescan(struct pctx *p)
 int up_config_parse(struct up_config *c, const char *path, const char *text, size_t len,
 		    const char *home, json_t *problems)
 {
-	struct pctx p = { .c = c, .path = path, .home = home, .text = text, .len = len, .problems = problems };
+	struct pctx p = {
+		.c = c, .path = path, .home = home, .text = text, .len = len, .problems = problems};
 	yaml_document_t doc;
 	yaml_parser_t parser;
 
@@ -563,20 +608,18 @@ static json_t *value_of(const struct up_config *c, const struct key *k)
 	switch (k->kind) {
 	case K_STRING:
 	case K_DURATION:
-	case K_PATH:
-		return *(char *const *)f ? json_string(*(char *const *)f) : json_null();
+	case K_PATH: return *(char *const *)f ? json_string(*(char *const *)f) : json_null();
 	case K_BOOL:
-	case K_MODE_FLAG:
-		return json_boolean(*(const bool *)f);
+	case K_MODE_FLAG: return json_boolean(*(const bool *)f);
 	case K_RULES: {
 		json_t *out = json_array(), *v;
 		size_t i;
-		json_array_foreach(c->rules, i, v)
-			(void)json_array_append(out, json_is_string(v) ? v : json_object_get(v, "rule"));
+		json_array_foreach (c->rules, i, v)
+			(void)json_array_append(out,
+						json_is_string(v) ? v : json_object_get(v, "rule"));
 		return out;
 	}
-	case K_ARGS:
-		return json_deep_copy(c->args);
+	case K_ARGS: return json_deep_copy(c->args);
 	case K_WORDS:
 	case K_PATHS: {
 		json_t *l = json_object_get(c->lists, k->canon);
@@ -590,7 +633,8 @@ static json_t *value_of(const struct up_config *c, const struct key *k)
  * A list that adds up: the flag's items, then the files' (nearest first), each once.
  * With `sources`, also where each item came from: "flag" or FILE:LINE.
  */
-static json_t *joined(const struct up_config *c, const struct key *k, const json_t *flag, json_t **sources)
+static json_t *joined(const struct up_config *c, const struct key *k, const json_t *flag,
+		      json_t **sources)
 {
 	json_t *out = json_is_array(flag) ? json_deep_copy(flag) : json_array(), *v, *w;
 	json_t *from = json_object_get(c->origins, k->canon), *src = sources ? json_array() : NULL;
@@ -599,9 +643,9 @@ static json_t *joined(const struct up_config *c, const struct key *k, const json
 
 	for (i = 0; !oom && src && i < json_array_size(out); i++)
 		oom = json_array_append_new(src, json_string("flag")) < 0;
-	json_array_foreach(json_object_get(c->lists, k->canon), i, v) {
+	json_array_foreach (json_object_get(c->lists, k->canon), i, v) {
 		bool dup = false;
-		json_array_foreach(out, j, w)
+		json_array_foreach (out, j, w)
 			dup = dup || json_equal(v, w);
 		if (!oom && !dup)
 			oom = json_array_append(out, v) < 0 ||
@@ -623,14 +667,16 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 
 	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
 		const struct key *k = key_find_canon(shown[i]);
-		json_t *src = json_object_get(c->origins, shown[i]), *flag = json_object_get(flags, shown[i]);
+		json_t *src = json_object_get(c->origins, shown[i]),
+		       *flag = json_object_get(flags, shown[i]);
 
 		if (adds_up(k) && (src || json_array_size(flag) > 0)) {
 			json_t *sources = NULL, *value = joined(c, k, flag, &sources);
-			o = value ? json_pack("{s:o, s:o}", "value", value, "source", sources) : NULL;
-		}
-		else if (flag && !json_is_null(flag) && !json_is_false(flag) && k->kind != K_RULES &&
-			 !(json_is_array(flag) && json_array_size(flag) == 0))
+			o = value ? json_pack("{s:o, s:o}", "value", value, "source", sources)
+				  : NULL;
+		} else if (flag && !json_is_null(flag) && !json_is_false(flag) &&
+			   k->kind != K_RULES &&
+			   !(json_is_array(flag) && json_array_size(flag) == 0))
 			o = json_pack("{s:O, s:s}", "value", flag, "source", "flag");
 		else if (src)
 			o = json_pack("{s:o, s:O}", "value", value_of(c, k), "source", src);
@@ -651,10 +697,16 @@ static int warn_project(json_t *from_files, const char *at, const char *canon, b
 
 	if (!w && json_object_set_new(from_files, "warnings", w = json_array()) < 0)
 		return -ENOMEM;
-	return json_array_append_new(w, refused ? json_sprintf("%s: allow_exec is not taken from a project's "
-		"config file (a repository could run commands on this machine with it); pass --allow-exec, or "
-		"set it in ~/.config/uplink/config.yaml", at) : json_sprintf("%s: this project's config file "
-		"sets %s, which widens what the agent reaches; check that you meant it", at, canon)) < 0
+	return json_array_append_new(
+		       w, refused ? json_sprintf("%s: allow_exec is not taken from a project's "
+						 "config file (a repository could run commands on "
+						 "this machine with it); pass --allow-exec, or "
+						 "set it in ~/.config/uplink/config.yaml",
+						 at)
+				  : json_sprintf("%s: this project's config file "
+						 "sets %s, which widens what the agent reaches; "
+						 "check that you meant it",
+						 at, canon)) < 0
 		       ? -ENOMEM
 		       : 0;
 }
@@ -663,11 +715,13 @@ int up_config_apply(const struct up_config *c, json_t *params, json_t *from_file
 {
 	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
 		const struct key *k = key_find_canon(shown[i]);
-		json_t *have = json_object_get(params, k->canon), *src = json_object_get(c->origins, k->canon);
+		json_t *have = json_object_get(params, k->canon),
+		       *src = json_object_get(c->origins, k->canon);
 		const char *project = json_string_value(json_object_get(c->project, k->canon));
 		bool exec = streq(k->canon, "allow_exec");
 
-		if (k->kind == K_BOOL && !*(const bool *)(const void *)((const char *)c + k->offset))
+		if (k->kind == K_BOOL &&
+		    !*(const bool *)(const void *)((const char *)c + k->offset))
 			project = NULL; /* false widens nothing */
 
 		if (k->kind == K_RULES || !src)
@@ -678,7 +732,8 @@ int up_config_apply(const struct up_config *c, json_t *params, json_t *from_file
 			continue; /* the flag alone, or a user's own file */
 		if (streq(k->canon, "notifications")) {
 			/* No flag: the files alone can turn a session's notifications off. */
-			if (!c->notifications && json_object_set_new(params, "no_notifications", json_true()) < 0)
+			if (!c->notifications &&
+			    json_object_set_new(params, "no_notifications", json_true()) < 0)
 				return -ENOMEM;
 			continue;
 		}
@@ -687,11 +742,13 @@ int up_config_apply(const struct up_config *c, json_t *params, json_t *from_file
 				return -ENOMEM;
 			continue;
 		}
-		if (k->kind == K_ARGS ? json_array_size(have) > 0 : have && !json_is_null(have) && !json_is_false(have))
+		if (k->kind == K_ARGS ? json_array_size(have) > 0
+				      : have && !json_is_null(have) && !json_is_false(have))
 			continue; /* a flag beats the files */
 		if (json_object_set_new(params, k->canon, value_of(c, k)) < 0)
 			return -ENOMEM;
-		if (from_files && json_is_string(src) && json_object_set(from_files, k->canon, src) < 0)
+		if (from_files && json_is_string(src) &&
+		    json_object_set(from_files, k->canon, src) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -702,7 +759,7 @@ int up_config_add_rules(json_t *rules, const json_t *config_rules)
 	json_t *v;
 	size_t i;
 
-	json_array_foreach(config_rules, i, v)
+	json_array_foreach (config_rules, i, v)
 		if (json_array_append(rules, (json_t *)v) < 0)
 			return -ENOMEM;
 	return 0;
@@ -713,10 +770,11 @@ int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t 
 	const char *text = json_string_value(json_object_get(item, "text"));
 
 	if (json_is_string(item))
-		return up_ruleset_load_file(rs, UP_LAYER_USER, json_string_value(item), json_string_value(item),
-					    problems);
+		return up_ruleset_load_file(rs, UP_LAYER_USER, json_string_value(item),
+					    json_string_value(item), problems);
 	if (!text)
 		return -EINVAL;
-	return up_ruleset_load_string(rs, UP_LAYER_USER, json_string_value(json_object_get(item, "file")),
-				      text, strlen(text), problems);
+	return up_ruleset_load_string(rs, UP_LAYER_USER,
+				      json_string_value(json_object_get(item, "file")), text,
+				      strlen(text), problems);
 }

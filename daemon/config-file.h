@@ -22,7 +22,7 @@ struct up_request;
 struct up_param;
 struct up_ruleset;
 
-#define UP_CONFIG_FILE ".uplink.yaml"
+#define UP_CONFIG_FILE	   ".uplink.yaml"
 #define UP_CONFIG_FILE_OLD ".agent-uplink.yaml"
 
 struct up_config {
@@ -37,11 +37,13 @@ struct up_config {
 	 * ({"file", "source": "FILE:LINE", "text": a rules document, "rule": the rule as JSON}).
 	 */
 	json_t *rules;
-	json_t *args;    /* passthrough arguments (claude_args) */
-	json_t *lists;   /* canonical key -> array: the lists that add up to the flag's (add_dir...) */
+	json_t *args;	 /* passthrough arguments (claude_args) */
+	json_t *lists;	 /* canonical key -> array: the lists that add up to the flag's (add_dir...)
+			  */
 	json_t *origins; /* canonical key -> "FILE:LINE" (lists: an array, one per item) */
-	json_t *project; /* the keys a project's file set that widen the agent's reach -> FILE:LINE */
-	json_t *files;   /* the files read, nearest first */
+	json_t *project; /* the keys a project's file set that widen the agent's reach -> FILE:LINE
+			  */
+	json_t *files;	 /* the files read, nearest first */
 };
 
 /* The defaults: what a session gets with no file and no flag. */
@@ -63,7 +65,8 @@ int up_config_parse(struct up_config *c, const char *path, const char *text, siz
 int up_config_load(struct up_config *c, const char *home, const char *config_home, const char *cwd,
 		   json_t *problems) _wur_;
 
-/* {"files": [...], "values": {KEY: {"value", "source"}}}; source is FILE:LINE, "default" or "flag". */
+/* {"files": [...], "values": {KEY: {"value", "source"}}}; source is FILE:LINE, "default" or "flag".
+ */
 json_t *up_config_show(const struct up_config *c, const json_t *flags);
 
 /*

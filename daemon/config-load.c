@@ -30,11 +30,17 @@ static int load_one(struct up_config *c, const char *path, const char *home, jso
 	if (r == -ENOENT || r == -ENOTDIR)
 		return 0;
 	if (r == -EFBIG)
-		return json_array_append_new(problems, json_sprintf("%s: larger than %d bytes", path,
-								    UP_MAX_CONFIG_FILE_SIZE)) < 0 ? -ENOMEM : -EINVAL;
+		return json_array_append_new(problems,
+					     json_sprintf("%s: larger than %d bytes", path,
+							  UP_MAX_CONFIG_FILE_SIZE)) < 0
+			       ? -ENOMEM
+			       : -EINVAL;
 	if (r < 0)
-		return json_array_append_new(problems, json_sprintf("%s: cannot read the config file: %s",
-								    path, strerror(-r))) < 0 ? -ENOMEM : -EINVAL;
+		return json_array_append_new(problems,
+					     json_sprintf("%s: cannot read the config file: %s",
+							  path, strerror(-r))) < 0
+			       ? -ENOMEM
+			       : -EINVAL;
 	return up_config_parse(c, path, text, len, home, problems);
 }
 
@@ -48,17 +54,19 @@ static bool under(const char *path, const char *dir)
 int up_config_load(struct up_config *c, const char *home, const char *config_home, const char *cwd,
 		   json_t *problems)
 {
-	static const char *const names[] = { UP_CONFIG_FILE, UP_CONFIG_FILE_OLD };
+	static const char *const names[] = {UP_CONFIG_FILE, UP_CONFIG_FILE_OLD};
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	bool in_home = home && home[0] == '/' && home[1] && under(cwd, home);
 	int r = 0, k, n = 0;
 
-	if (cwd[0] != '/' || strstr(cwd, "/../") || strstr(cwd, "/./") || strlen(cwd) >= sizeof(dir))
+	if (cwd[0] != '/' || strstr(cwd, "/../") || strstr(cwd, "/./") ||
+	    strlen(cwd) >= sizeof(dir))
 		return 0; /* session.start refuses such a cwd itself */
 	(void)snprintf(dir, sizeof(dir), "%s", cwd);
 	for (;;) {
 		for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-			(void)snprintf(path, sizeof(path), "%s%s%s", dir, streq(dir, "/") ? "" : "/", names[i]);
+			(void)snprintf(path, sizeof(path), "%s%s%s", dir,
+				       streq(dir, "/") ? "" : "/", names[i]);
 			k = load_one(c, path, home, problems);
 			if (k == -ENOMEM)
 				return k;
@@ -136,7 +144,8 @@ static void job_after(uv_work_t *w, int status)
 	if (!j->cancelled) {
 		up_request_set_cancel(j->req, NULL, NULL);
 		if (j->r == -ENOMEM) {
-			up_request_error(j->req, UP_ERR_INTERNAL_ERROR, "out of memory reading the config files");
+			up_request_error(j->req, UP_ERR_INTERNAL_ERROR,
+					 "out of memory reading the config files");
 		} else if (j->r < 0 || json_array_size(j->problems) > 0) {
 			char *msg = up_json_join(j->problems, "\n");
 			up_request_errorf(j->req, UP_ERR_INVALID_PARAMS, "%s",
@@ -161,7 +170,7 @@ static int load_for(uv_loop_t *loop, struct up_request *req, const char *home, c
 		free(ud);
 		return -ENOMEM;
 	}
-	*j = (struct job){ .req = req, .done = done, .ud = ud };
+	*j = (struct job){.req = req, .done = done, .ud = ud};
 	j->work.data = j;
 	j->home = strdup(home ? home : "");
 	j->config_home = xdg ? strdup(xdg) : NULL;
@@ -200,7 +209,8 @@ static void then_loaded(struct up_request *req, struct up_config *c, void *ud)
 	char why[1024];
 	int r = from ? up_config_apply(c, req->params, from) : -ENOMEM;
 
-	if (r >= 0 && up_params_dispatch(t->table, req->params, req->pstruct, why, sizeof(why)) < 0) {
+	if (r >= 0 &&
+	    up_params_dispatch(t->table, req->params, req->pstruct, why, sizeof(why)) < 0) {
 		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "from the config files: %s", why);
 		json_decref(from);
 		return;
@@ -209,7 +219,8 @@ static void then_loaded(struct up_request *req, struct up_config *c, void *ud)
 		r = t->cont(req, req->pstruct, t->userdata, c->rules, from);
 	json_decref(from);
 	if (r < 0)
-		up_request_error(req, UP_ERR_INTERNAL_ERROR, "internal error in uplinkd; see its log");
+		up_request_error(req, UP_ERR_INTERNAL_ERROR,
+				 "internal error in uplinkd; see its log");
 }
 
 int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_param *table,
@@ -219,7 +230,7 @@ int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_para
 
 	if (!t)
 		return -ENOMEM;
-	*t = (struct then){ .table = table, .cont = cont, .userdata = userdata };
+	*t = (struct then){.table = table, .cont = cont, .userdata = userdata};
 	return load_for(loop, req, home, json_string_value(json_object_get(req->params, "cwd")),
 			then_loaded, t);
 }

@@ -17,9 +17,9 @@ struct up_http {
 	uv_loop_t *loop;
 	CURLM *multi;
 	uv_timer_t timer;
-	struct up_list active;  /* up_http_req::link, running */
+	struct up_list active;	/* up_http_req::link, running */
 	struct up_list waiting; /* up_http_req::link, queued behind the cap */
-	unsigned n_active;      /* ordinary (not stream) requests running */
+	unsigned n_active;	/* ordinary (not stream) requests running */
 	bool closing;
 };
 
@@ -33,7 +33,8 @@ struct up_http_req {
 	size_t resp_len, resp_cap, max_body;
 	struct up_frame lines;
 	bool stream, running, body_too_big;
-	bool status_seen, stream_ok; /* streams: whether the answer is 2xx (lines) or not (a Status) */
+	bool status_seen,
+		stream_ok; /* streams: whether the answer is 2xx (lines) or not (a Status) */
 	int line_error;
 	long retry_after;
 	char errbuf[CURL_ERROR_SIZE];
@@ -271,13 +272,14 @@ static int curl_to_errno(CURLcode c)
 
 static void finish(struct up_http_req *r, CURLcode code)
 {
-	struct up_http_result res = { .retry_after = r->retry_after, .error = r->errbuf };
+	struct up_http_result res = {.retry_after = r->retry_after, .error = r->errbuf};
 
 	(void)curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &res.status);
 	res.r = curl_to_errno(code);
 	if (r->body_too_big) {
 		res.r = -EFBIG;
-		(void)snprintf(r->errbuf, sizeof(r->errbuf), "the answer is over the limit of %zu bytes",
+		(void)snprintf(r->errbuf, sizeof(r->errbuf),
+			       "the answer is over the limit of %zu bytes",
 			       r->stream ? (size_t)UP_MAX_WATCH_EVENT : r->max_body);
 	} else if (r->line_error < 0) {
 		res.r = r->line_error;
@@ -286,7 +288,8 @@ static void finish(struct up_http_req *r, CURLcode code)
 	}
 	res.body = r->resp ? r->resp : "";
 	res.body_len = r->resp_len;
-	/* Detached first: the callback may free the whole client, and up_http_free() must not free r too. */
+	/* Detached first: the callback may free the whole client, and up_http_free() must not free
+	 * r too. */
 	up_list_remove(&r->link);
 	r->done(r, &res, r->ud);
 	req_free(r);
@@ -328,8 +331,10 @@ static void start_waiting(struct up_http *h)
 		struct up_http_req *r = up_container_of(h->waiting.next, struct up_http_req, link);
 
 		if (launch(r) < 0) {
-			struct up_http_result res = { .r = -ENOMEM, .body = "", .retry_after = -1,
-						      .error = "out of memory" };
+			struct up_http_result res = {.r = -ENOMEM,
+						     .body = "",
+						     .retry_after = -1,
+						     .error = "out of memory"};
 			r->done(r, &res, r->ud);
 			req_free(r);
 		}
@@ -338,7 +343,7 @@ static void start_waiting(struct up_http *h)
 
 static int set_tls(CURL *e, const struct up_http_tls *tls)
 {
-	struct curl_blob b = { .flags = CURL_BLOB_COPY };
+	struct curl_blob b = {.flags = CURL_BLOB_COPY};
 	CURLcode c = CURLE_OK;
 
 	if (!tls)
@@ -375,7 +380,8 @@ static int add_header(struct up_http_req *r, const char *name, const char *value
 	struct curl_slist *l;
 
 	/* "Name:" alone tells libcurl to drop a header it would add by itself. */
-	if (snprintf(line, sizeof(line), "%s:%s%s", name, *value ? " " : "", value) >= (int)sizeof(line))
+	if (snprintf(line, sizeof(line), "%s:%s%s", name, *value ? " " : "", value) >=
+	    (int)sizeof(line))
 		return -E2BIG;
 	l = curl_slist_append(r->headers, line);
 	explicit_bzero(line, sizeof(line));
@@ -453,9 +459,13 @@ int up_http_start(struct up_http *h, const struct up_http_opts *o, up_http_done_
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	*r = (struct up_http_req){ .http = h, .done = done, .line = line, .ud = ud,
-				   .stream = o->stream, .retry_after = -1,
-				   .max_body = o->max_body ? o->max_body : UP_MAX_KUBE_BODY };
+	*r = (struct up_http_req){.http = h,
+				  .done = done,
+				  .line = line,
+				  .ud = ud,
+				  .stream = o->stream,
+				  .retry_after = -1,
+				  .max_body = o->max_body ? o->max_body : UP_MAX_KUBE_BODY};
 	up_list_init(&r->link);
 	up_frame_init(&r->lines, UP_MAX_WATCH_EVENT);
 	r->easy = curl_easy_init();
@@ -509,9 +519,9 @@ void up_http_free(struct up_http *h)
 	if (!h)
 		return;
 	h->closing = true;
-	up_list_for_each_safe(pos, tmp, &h->waiting)
+	up_list_for_each_safe (pos, tmp, &h->waiting)
 		req_free(up_container_of(pos, struct up_http_req, link));
-	up_list_for_each_safe(pos, tmp, &h->active)
+	up_list_for_each_safe (pos, tmp, &h->active)
 		req_free(up_container_of(pos, struct up_http_req, link));
 	(void)uv_timer_stop(&h->timer);
 	uv_close((uv_handle_t *)&h->timer, on_timer_close);

@@ -32,13 +32,13 @@ struct up_http_opts {
 	const char *url;
 	const char *content_type;
 	const char *accept; /* "application/json" when NULL */
-	const char *body; /* copied */
+	const char *body;   /* copied */
 	size_t body_len;
 	const char *bearer; /* "Authorization: Bearer ..." (never logged) */
 	const struct up_http_tls *tls;
-	long timeout_ms;  /* whole request; 0: none (streams) */
-	size_t max_body;  /* the answer's limit; past it the request fails with -EFBIG */
-	bool stream;      /* hand the body over line by line as it arrives */
+	long timeout_ms; /* whole request; 0: none (streams) */
+	size_t max_body; /* the answer's limit; past it the request fails with -EFBIG */
+	bool stream;	 /* hand the body over line by line as it arrives */
 };
 
 /*
@@ -54,7 +54,8 @@ struct up_http_result {
 	long retry_after;
 	const char *error;
 };
-typedef void (*up_http_done_fn)(struct up_http_req *req, const struct up_http_result *res, void *ud);
+typedef void (*up_http_done_fn)(struct up_http_req *req, const struct up_http_result *res,
+				void *ud);
 /* For streams: one line of the body; returning < 0 ends the request with that error. */
 typedef int (*up_http_line_fn)(struct up_http_req *req, const char *line, size_t len, void *ud);
 

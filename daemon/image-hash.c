@@ -34,7 +34,7 @@ struct walk {
 	size_t max_files, max_bytes;
 	char *err;
 	size_t err_len;
-	char *ignore;           /* .dockerignore's text, patterns NUL-separated */
+	char *ignore; /* .dockerignore's text, patterns NUL-separated */
 	size_t n_ignore;
 };
 
@@ -132,8 +132,9 @@ static int load_ignore(struct walk *w, int root)
 	int fd = openat(root, ".dockerignore", O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r;
 
 	if (fd < 0)
-		return errno == ENOENT ? 0 : fail(w, negative_errno(), "cannot read .dockerignore: %s",
-						  strerror(errno));
+		return errno == ENOENT ? 0
+				       : fail(w, negative_errno(), "cannot read .dockerignore: %s",
+					      strerror(errno));
 	(void)close(fd);
 	r = up_read_file_at(root, ".dockerignore", UP_IMAGE_DOCKERIGNORE_MAX, &text, &len);
 	if (r < 0)
@@ -151,8 +152,10 @@ static int load_ignore(struct walk *w, int root)
 		if (n == 0 || line[0] == '#')
 			continue;
 		if (line[0] == '/' || (line[0] == '!' && line[1] == '/')) {
-			/* a leading "/" means the context's root, which every pattern is relative to */
-			memmove(line + (line[0] == '!'), line + (line[0] == '!') + 1, n - 1 - (line[0] == '!'));
+			/* a leading "/" means the context's root, which every pattern is relative
+			 * to */
+			memmove(line + (line[0] == '!'), line + (line[0] == '!') + 1,
+				n - 1 - (line[0] == '!'));
 			n--;
 		}
 		memcpy(out, line, n);
@@ -177,7 +180,8 @@ static bool ignored(const struct walk *w, const char *path)
 		/* the path itself, or a folder above it */
 		bool match = fnmatch(pat, path, FNM_PATHNAME) == 0 ||
 			     (!strncmp(path, pat, plen) && path[plen] == '/');
-		for (const char *slash = strchr(path, '/'); !match && slash; slash = strchr(slash + 1, '/')) {
+		for (const char *slash = strchr(path, '/'); !match && slash;
+		     slash = strchr(slash + 1, '/')) {
 			char head[PATH_MAX];
 			(void)snprintf(head, sizeof(head), "%.*s", (int)(slash - path), path);
 			match = fnmatch(pat, head, FNM_PATHNAME) == 0;

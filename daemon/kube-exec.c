@@ -29,7 +29,7 @@ struct up_exec_cred *up_exec_cred_free(struct up_exec_cred *c)
 
 int up_parse_rfc3339(const char *s, int64_t *ms)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
 	long frac_ms = 0, off = 0;
 
@@ -86,12 +86,13 @@ int up_exec_cred_parse(const char *text, size_t len, const char *api_version,
 		return -EINVAL;
 	}
 	if (!kind || strcmp(kind, "ExecCredential") != 0) {
-		(void)snprintf(err, err_len, "it printed a '%s', not an ExecCredential", kind ? kind : "?");
+		(void)snprintf(err, err_len, "it printed a '%s', not an ExecCredential",
+			       kind ? kind : "?");
 		goto out;
 	}
 	if (api && api_version && strcmp(api, api_version) != 0) {
-		(void)snprintf(err, err_len, "it answered in %s, but the kubeconfig asked for %s", api,
-			       api_version);
+		(void)snprintf(err, err_len, "it answered in %s, but the kubeconfig asked for %s",
+			       api, api_version);
 		goto out;
 	}
 	if (!json_is_object(status)) {
@@ -107,13 +108,15 @@ int up_exec_cred_parse(const char *text, size_t len, const char *api_version,
 	c->cert_pem = dup_field(status, "clientCertificateData", &c->cert_len);
 	c->key_pem = dup_field(status, "clientKeyData", &c->key_len);
 	if (!c->token && !(c->cert_pem && c->key_pem)) {
-		(void)snprintf(err, err_len, "its ExecCredential holds neither a token nor a client "
-					     "certificate and key");
+		(void)snprintf(err, err_len,
+			       "its ExecCredential holds neither a token nor a client "
+			       "certificate and key");
 		up_exec_cred_free(c);
 		goto out;
 	}
 	if (exp && up_parse_rfc3339(exp, &c->expiry_ms) < 0) {
-		(void)snprintf(err, err_len, "its expirationTimestamp '%.64s' is not an RFC 3339 time", exp);
+		(void)snprintf(err, err_len,
+			       "its expirationTimestamp '%.64s' is not an RFC 3339 time", exp);
 		up_exec_cred_free(c);
 		goto out;
 	}
@@ -153,7 +156,8 @@ static void run_finish(struct run *r)
 	int k = 0;
 
 	/* The last line of stderr is usually the plugin's own reason. */
-	while (r->err_len > 0 && (r->errbuf[r->err_len - 1] == '\n' || r->errbuf[r->err_len - 1] == ' '))
+	while (r->err_len > 0 &&
+	       (r->errbuf[r->err_len - 1] == '\n' || r->errbuf[r->err_len - 1] == ' '))
 		r->errbuf[--r->err_len] = '\0';
 	const char *last = r->errbuf ? strrchr(r->errbuf, '\n') : NULL;
 	last = last ? last + 1 : (r->errbuf ? r->errbuf : "");
@@ -163,24 +167,29 @@ static void run_finish(struct run *r)
 			       r->cmd, uv_strerror(r->spawn_error), hint);
 		k = r->spawn_error;
 	} else if (r->timed_out) {
-		(void)snprintf(msg, sizeof(msg), "the exec credential plugin %s did not finish within %d s; %s",
+		(void)snprintf(msg, sizeof(msg),
+			       "the exec credential plugin %s did not finish within %d s; %s",
 			       r->cmd, UP_KUBE_EXEC_TIMEOUT_MS / 1000, hint);
 		k = -ETIMEDOUT;
 	} else if (r->term_signal) {
-		(void)snprintf(msg, sizeof(msg), "the exec credential plugin %s was killed by signal %d",
-			       r->cmd, r->term_signal);
+		(void)snprintf(msg, sizeof(msg),
+			       "the exec credential plugin %s was killed by signal %d", r->cmd,
+			       r->term_signal);
 		k = -EIO;
 	} else if (r->exit_status != 0) {
-		(void)snprintf(msg, sizeof(msg), "the exec credential plugin %s exited with %lld%s%.300s; %s",
-			       r->cmd, (long long)r->exit_status, *last ? ": " : "", last, hint);
+		(void)snprintf(msg, sizeof(msg),
+			       "the exec credential plugin %s exited with %lld%s%.300s; %s", r->cmd,
+			       (long long)r->exit_status, *last ? ": " : "", last, hint);
 		k = -EIO;
 	} else if (r->out_over) {
-		(void)snprintf(msg, sizeof(msg), "the exec credential plugin %s printed more than %d bytes",
-			       r->cmd, UP_MAX_EXEC_CREDENTIAL);
+		(void)snprintf(msg, sizeof(msg),
+			       "the exec credential plugin %s printed more than %d bytes", r->cmd,
+			       UP_MAX_EXEC_CREDENTIAL);
 		k = -EFBIG;
 	} else if ((k = up_exec_cred_parse(r->outbuf ? r->outbuf : "", r->out_len, r->api_version,
 					   &cred, why, sizeof(why))) < 0) {
-		(void)snprintf(msg, sizeof(msg), "the exec credential plugin %s failed: %s", r->cmd, why);
+		(void)snprintf(msg, sizeof(msg), "the exec credential plugin %s failed: %s", r->cmd,
+			       why);
 	}
 	r->cb(k, k < 0 ? msg : NULL, cred, r->ud);
 	up_free_secret(r->outbuf, r->out_len);
@@ -234,9 +243,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		return;
 	}
 	if (s == (uv_stream_t *)&r->out)
-		append(&r->outbuf, &r->out_len, UP_MAX_EXEC_CREDENTIAL, buf->base, (size_t)n, &r->out_over);
+		append(&r->outbuf, &r->out_len, UP_MAX_EXEC_CREDENTIAL, buf->base, (size_t)n,
+		       &r->out_over);
 	else
-		append(&r->errbuf, &r->err_len, UP_KUBE_EXEC_STDERR_MAX, buf->base, (size_t)n, NULL);
+		append(&r->errbuf, &r->err_len, UP_KUBE_EXEC_STDERR_MAX, buf->base, (size_t)n,
+		       NULL);
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
@@ -260,8 +271,8 @@ static void on_timeout(uv_timer_t *t)
 
 static char *exec_info(const struct up_kube_context *ctx)
 {
-	json_t *info = json_pack("{s:s, s:s, s:{s:b}}", "apiVersion", ctx->exec->api_version, "kind",
-				 "ExecCredential", "spec", "interactive", 0);
+	json_t *info = json_pack("{s:s, s:s, s:{s:b}}", "apiVersion", ctx->exec->api_version,
+				 "kind", "ExecCredential", "spec", "interactive", 0);
 	char *s;
 
 	if (info && ctx->exec->provide_cluster_info) {
@@ -271,9 +282,11 @@ static char *exec_info(const struct up_kube_context *ctx)
 			size_t n = 4 * ((ctx->ca_len + 2) / 3) + 1;
 			char *b64 = malloc(n);
 			if (b64) {
-				(void)EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)ctx->ca_pem,
+				(void)EVP_EncodeBlock((unsigned char *)b64,
+						      (const unsigned char *)ctx->ca_pem,
 						      (int)ctx->ca_len);
-				(void)json_object_set_new(cluster, "certificate-authority-data", json_string(b64));
+				(void)json_object_set_new(cluster, "certificate-authority-data",
+							  json_string(b64));
 				free(b64);
 			}
 		}
@@ -310,11 +323,12 @@ static int build_env(const struct up_kube_context *ctx, char ***ret)
 	return 0;
 }
 
-int up_kube_exec_run(uv_loop_t *loop, const struct up_kube_context *ctx, up_exec_cred_fn cb, void *ud)
+int up_kube_exec_run(uv_loop_t *loop, const struct up_kube_context *ctx, up_exec_cred_fn cb,
+		     void *ud)
 {
 	struct run *r = calloc(1, sizeof(*r));
 	uv_stdio_container_t stdio[3];
-	uv_process_options_t opts = { 0 };
+	uv_process_options_t opts = {0};
 	char **env = NULL;
 	int k;
 

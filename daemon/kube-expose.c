@@ -34,7 +34,7 @@ static void ctx_done(struct up_kube_exposed_ctx *x)
 		up_free_secret(x->token, strlen(x->token));
 	if (x->client_pem)
 		up_free_secret(x->client_pem, x->client_len);
-	*x = (struct up_kube_exposed_ctx){ 0 };
+	*x = (struct up_kube_exposed_ctx){0};
 }
 
 struct up_kube_exposed *up_kube_exposed_free(struct up_kube_exposed *k)
@@ -305,7 +305,7 @@ static char *dup0(const char *s)
 int up_kube_expose_add(struct up_kube_exposed *k, const struct up_kube_context *c, char *why,
 		       size_t len)
 {
-	struct up_kube_exposed_ctx x = { 0 };
+	struct up_kube_exposed_ctx x = {0};
 	char host[256];
 	int r, port = 443;
 
@@ -407,7 +407,7 @@ int up_kube_expose_rules(const struct up_kube_exposed *k, struct up_ruleset *rs)
 	int r;
 
 	for (size_t i = 0; k && i < k->n; i++) {
-		struct up_rule rule = { 0 };
+		struct up_rule rule = {0};
 		r = one_rule(&k->ctx[i], &rule);
 		if (r < 0) {
 			up_rule_done(&rule);

@@ -32,7 +32,9 @@ struct up_kube_watch {
 };
 
 static const char *const event_names[] = {
-	[UP_WATCH_ADDED] = "ADDED", [UP_WATCH_MODIFIED] = "MODIFIED", [UP_WATCH_DELETED] = "DELETED",
+	[UP_WATCH_ADDED] = "ADDED",
+	[UP_WATCH_MODIFIED] = "MODIFIED",
+	[UP_WATCH_DELETED] = "DELETED",
 };
 
 const char *up_watch_event_name(enum up_watch_event ev)
@@ -62,13 +64,26 @@ static int key_of(json_t *obj, char *buf, size_t len)
  * most of it, and jansson spends about fifteen bytes of memory per byte of JSON.
  */
 static const char *const kept_metadata[] = {
-	"name", "namespace", "uid", "resourceVersion", "labels", "annotations",
-	"creationTimestamp", "deletionTimestamp", NULL,
+	"name",
+	"namespace",
+	"uid",
+	"resourceVersion",
+	"labels",
+	"annotations",
+	"creationTimestamp",
+	"deletionTimestamp",
+	NULL,
 };
-static const char *const kept_spec[] = { "nodeName", "runtimeClassName", NULL };
+static const char *const kept_spec[] = {"nodeName", "runtimeClassName", NULL};
 static const char *const kept_status[] = {
-	"phase", "reason", "message", "conditions", "containerStatuses", "initContainerStatuses",
-	"startTime", NULL,
+	"phase",
+	"reason",
+	"message",
+	"conditions",
+	"containerStatuses",
+	"initContainerStatuses",
+	"startTime",
+	NULL,
 };
 
 static void keep_only(json_t *obj, const char *const *keys)
@@ -77,7 +92,8 @@ static void keep_only(json_t *obj, const char *const *keys)
 	json_t *v;
 	void *tmp;
 
-	json_object_foreach_safe(obj, tmp, key, v) {
+	json_object_foreach_safe(obj, tmp, key, v)
+	{
 		size_t i = 0;
 		while (keys[i] && strcmp(keys[i], key) != 0)
 			i++;
@@ -95,7 +111,8 @@ static void trim(json_t *obj)
 
 static const char *rv_of(json_t *obj)
 {
-	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+	return json_string_value(
+		json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 }
 
 static void set_rv(struct up_kube_watch *w, const char *rv)
@@ -123,8 +140,8 @@ static void on_retry(uv_timer_t *t)
 
 static void retry_later(struct up_kube_watch *w, const char *why)
 {
-	uint64_t ms = up_backoff_ms(w->failures++, UP_WATCH_BACKOFF_BASE_MS, UP_WATCH_BACKOFF_CAP_MS,
-				    (uint32_t)uv_hrtime(), -1);
+	uint64_t ms = up_backoff_ms(w->failures++, UP_WATCH_BACKOFF_BASE_MS,
+				    UP_WATCH_BACKOFF_CAP_MS, (uint32_t)uv_hrtime(), -1);
 
 	log_debug("Watch of %s: %s; again in %llu ms", w->kind, why, (unsigned long long)ms);
 	w->failing = true;
@@ -142,7 +159,7 @@ static void apply_list(struct up_kube_watch *w, json_t *items)
 	size_t i;
 	void *tmp;
 
-	json_array_foreach(items, i, obj) {
+	json_array_foreach (items, i, obj) {
 		if (key_of(obj, k, sizeof(k)) == 0) {
 			trim(obj);
 			/* List items carry no kind; the watch events do. Keep them alike. */
@@ -150,7 +167,8 @@ static void apply_list(struct up_kube_watch *w, json_t *items)
 			(void)json_object_set(fresh, k, obj);
 		}
 	}
-	json_object_foreach_safe(w->cache, tmp, key, old) {
+	json_object_foreach_safe(w->cache, tmp, key, old)
+	{
 		if (!json_object_get(fresh, key)) {
 			json_incref(old);
 			(void)json_object_del(w->cache, key);
@@ -158,7 +176,7 @@ static void apply_list(struct up_kube_watch *w, json_t *items)
 			json_decref(old);
 		}
 	}
-	json_object_foreach(fresh, key, obj) {
+	json_object_foreach (fresh, key, obj) {
 		old = json_object_get(w->cache, key);
 		const char *orv = old ? rv_of(old) : NULL, *nrv = rv_of(obj);
 		bool same = orv && nrv && strcmp(orv, nrv) == 0;
@@ -181,7 +199,8 @@ static void on_list(const struct up_kube_error *err, json_t *list, void *ud)
 		return;
 	}
 	w->lists++;
-	set_rv(w, json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
+	set_rv(w, json_string_value(
+			  json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
 	apply_list(w, json_object_get(list, "items"));
 	/* A list is parsed whole, then trimmed to what the cache keeps: return the peak. */
 	(void)malloc_trim(0);
@@ -223,7 +242,8 @@ static int on_line(const char *line, size_t len, void *ud)
 			w->state(NULL, w->ud);
 	}
 	if (!type || !json_is_object(obj)) {
-		log_warning("Watch of %s: an event that is not one (%zu bytes), re-listing", w->kind, len);
+		log_warning("Watch of %s: an event that is not one (%zu bytes), re-listing",
+			    w->kind, len);
 		w->relist = true;
 		r = -EBADMSG;
 	} else if (strcmp(type, "BOOKMARK") == 0) {
@@ -231,7 +251,9 @@ static int on_line(const char *line, size_t len, void *ud)
 	} else if (strcmp(type, "ERROR") == 0) {
 		/* Usually 410 Expired: our resourceVersion is older than what the server keeps. */
 		log_debug("Watch of %s: ERROR event (%s), re-listing", w->kind,
-			  json_string_value(json_object_get(obj, "reason")) ? json_string_value(json_object_get(obj, "reason")) : "no reason");
+			  json_string_value(json_object_get(obj, "reason"))
+				  ? json_string_value(json_object_get(obj, "reason"))
+				  : "no reason");
 		w->relist = true;
 		r = -ESTALE;
 	} else if (key_of(obj, key, sizeof(key)) == 0) {
@@ -263,7 +285,8 @@ static void on_stream_end(const struct up_kube_error *err, json_t *obj, void *ud
 	if (w->relist) {
 		start_list(w);
 	} else if (err && err->r != -ESTALE && w->failures == 0 && err->code == 0) {
-		/* A stream that worked was dropped: reconnect at once; only a failed reconnect is a failure. */
+		/* A stream that worked was dropped: reconnect at once; only a failed reconnect is a
+		 * failure. */
 		w->failures++;
 		start_stream(w);
 	} else if (err && err->r != -ESTALE) {
@@ -304,7 +327,7 @@ int up_kube_watch_new(struct up_kube *k, const char *kind, const char *label_sel
 
 	if (!w)
 		return -ENOMEM;
-	*w = (struct up_kube_watch){ .k = k, .ev = ev, .state = state, .ud = ud };
+	*w = (struct up_kube_watch){.k = k, .ev = ev, .state = state, .ud = ud};
 	(void)snprintf(w->kind, sizeof(w->kind), "%s", kind);
 	r = up_kube_path(w->path, sizeof(w->path), kind, NULL, NULL);
 	w->cache = json_object();

@@ -17,17 +17,17 @@
 #include "log.h"
 
 static const struct up_kube_resource resources[] = {
-	{ "Namespace", "v1", "namespaces", false },
-	{ "Pod", "v1", "pods", true },
-	{ "Secret", "v1", "secrets", true },
-	{ "ConfigMap", "v1", "configmaps", true },
-	{ "Service", "v1", "services", true },
-	{ "Event", "v1", "events", true },
-	{ "ServiceAccount", "v1", "serviceaccounts", true },
-	{ "Deployment", "apps/v1", "deployments", true },
-	{ "NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", true },
-	{ "RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false },
-	{ 0 },
+	{"Namespace", "v1", "namespaces", false},
+	{"Pod", "v1", "pods", true},
+	{"Secret", "v1", "secrets", true},
+	{"ConfigMap", "v1", "configmaps", true},
+	{"Service", "v1", "services", true},
+	{"Event", "v1", "events", true},
+	{"ServiceAccount", "v1", "serviceaccounts", true},
+	{"Deployment", "apps/v1", "deployments", true},
+	{"NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", true},
+	{"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false},
+	{0},
 };
 
 enum call_state { CALL_NEW, CALL_WAIT_AUTH, CALL_RUNNING, CALL_BACKOFF };
@@ -37,9 +37,9 @@ struct up_kube {
 	struct up_http *http;
 	struct up_kube_context *ctx;
 	struct up_exec_cred *cred; /* from the exec plugin */
-	char *file_token;          /* from tokenFile */
+	char *file_token;	   /* from tokenFile */
 	bool refreshing, refreshed_once, freed;
-	struct up_list calls;      /* up_kube_call::link, every live call */
+	struct up_list calls; /* up_kube_call::link, every live call */
 	unsigned long sent;
 	uint32_t rng;
 };
@@ -72,7 +72,8 @@ const struct up_kube_resource *up_kube_resource_find(const char *kind)
 /* Names and namespaces are DNS labels or subdomains: nothing that could bend a path. */
 static bool safe_segment(const char *s)
 {
-	return s && *s && strlen(s) <= 253 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(s) &&
+	return s && *s && strlen(s) <= 253 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(s) &&
 	       strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
@@ -96,8 +97,8 @@ static int url_encode(char *out, size_t len, const char *s)
 
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			     c == '-' || c == '.' || c == '_' || c == '~';
+		bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
 		if (o + (plain ? 1 : 3) >= len)
 			return -ENAMETOOLONG;
 		if (plain) {
@@ -221,11 +222,12 @@ static void call_finish(struct up_kube_call *c, const struct up_kube_error *err,
 	json_decref(obj);
 }
 
-static void call_fail(struct up_kube_call *c, int r, long code, const char *reason, const char *fmt, ...)
-	_printf_(5, 6);
-static void call_fail(struct up_kube_call *c, int r, long code, const char *reason, const char *fmt, ...)
+static void call_fail(struct up_kube_call *c, int r, long code, const char *reason, const char *fmt,
+		      ...) _printf_(5, 6);
+static void call_fail(struct up_kube_call *c, int r, long code, const char *reason, const char *fmt,
+		      ...)
 {
-	struct up_kube_error e = { .r = r, .code = code };
+	struct up_kube_error e = {.r = r, .code = code};
 	va_list ap;
 
 	(void)snprintf(e.reason, sizeof(e.reason), "%s", reason ? reason : "");
@@ -258,7 +260,7 @@ static void resume_waiting(struct up_kube *k, const char *error, int r)
 {
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, &k->calls) {
+	up_list_for_each_safe (pos, tmp, &k->calls) {
 		struct up_kube_call *c = up_container_of(pos, struct up_kube_call, link);
 
 		if (c->state != CALL_WAIT_AUTH)
@@ -266,7 +268,8 @@ static void resume_waiting(struct up_kube *k, const char *error, int r)
 		if (error)
 			call_fail(c, r, 0, "CredentialsUnavailable", "%s", error);
 		else
-			send_call_now(c); /* even a credential about to expire is the newest there is */
+			send_call_now(
+				c); /* even a credential about to expire is the newest there is */
 	}
 }
 
@@ -274,7 +277,7 @@ static void really_free(struct up_kube *k)
 {
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, &k->calls) {
+	up_list_for_each_safe (pos, tmp, &k->calls) {
 		struct up_kube_call *c = up_container_of(pos, struct up_kube_call, link);
 		c->cb = NULL;
 		call_free(c);
@@ -320,7 +323,8 @@ static void token_read(uv_work_t *w)
 
 	t->r = up_read_file(t->path, UP_MAX_KUBE_CREDENTIAL_FILE, &t->token, &len);
 	if (t->r == 0) {
-		while (len > 0 && (t->token[len - 1] == '\n' || t->token[len - 1] == '\r' || t->token[len - 1] == ' '))
+		while (len > 0 && (t->token[len - 1] == '\n' || t->token[len - 1] == '\r' ||
+				   t->token[len - 1] == ' '))
 			t->token[--len] = '\0';
 		if (len == 0)
 			t->r = -ENODATA;
@@ -343,8 +347,9 @@ static void token_done(uv_work_t *w, int status)
 		k->file_token = TAKE_PTR(t->token);
 		resume_waiting(k, NULL, 0);
 	} else {
-		(void)snprintf(msg, sizeof(msg), "cannot read the token file %s of context %s (%s): %s",
-			       t->path, k->ctx->name, k->ctx->file,
+		(void)snprintf(msg, sizeof(msg),
+			       "cannot read the token file %s of context %s (%s): %s", t->path,
+			       k->ctx->name, k->ctx->file,
 			       t->r == -ENODATA ? "it is empty" : strerror(-t->r));
 		resume_waiting(k, msg, t->r);
 	}
@@ -430,16 +435,17 @@ void up_kube_status_parse(const char *body, size_t len, long status, const char 
 	const char *msg = json_string_value(json_object_get(st, "message"));
 	const char *reason = json_string_value(json_object_get(st, "reason"));
 
-	*e = (struct up_kube_error){ .r = -EREMOTEIO, .code = status };
+	*e = (struct up_kube_error){.r = -EREMOTEIO, .code = status};
 	if (kind && strcmp(kind, "Status") == 0 && msg) {
 		(void)snprintf(e->reason, sizeof(e->reason), "%s", reason ? reason : "");
-		(void)snprintf(e->message, sizeof(e->message), "%s %s: %s (%s, HTTP %ld)", method, path,
-			       msg, reason ? reason : "no reason", status);
+		(void)snprintf(e->message, sizeof(e->message), "%s %s: %s (%s, HTTP %ld)", method,
+			       path, msg, reason ? reason : "no reason", status);
 	} else {
-		(void)snprintf(e->message, sizeof(e->message),
-			       "%s %s: HTTP %ld from the API server at %s, with %zu bytes that are not a "
-			       "Kubernetes Status",
-			       method, path, status, server, len);
+		(void)snprintf(
+			e->message, sizeof(e->message),
+			"%s %s: HTTP %ld from the API server at %s, with %zu bytes that are not a "
+			"Kubernetes Status",
+			method, path, status, server, len);
 	}
 	json_decref(st);
 }
@@ -463,8 +469,8 @@ static void transport_error(struct up_kube_call *c, const struct up_http_result 
 		call_fail(c, res->r, 0, "TooLarge", "%s %s: %s", c->method, c->path, res->error);
 	else
 		call_fail(c, res->r, 0, "Unreachable",
-			  "cannot reach the Kubernetes API at %s (context %s from %s): %s", ctx->server,
-			  ctx->name, ctx->file, res->error);
+			  "cannot reach the Kubernetes API at %s (context %s from %s): %s",
+			  ctx->server, ctx->name, ctx->file, res->error);
 }
 
 static void unauthorized(struct up_kube_call *c)
@@ -482,7 +488,8 @@ static void unauthorized(struct up_kube_call *c)
 	call_fail(c, -EACCES, 401, "Unauthorized",
 		  "the API server at %s refused the credentials of context %s (user %s in %s): "
 		  "401 Unauthorized; renew them or pick another context",
-		  k->ctx->server, k->ctx->name, k->ctx->user ? k->ctx->user : "(none)", k->ctx->file);
+		  k->ctx->server, k->ctx->name, k->ctx->user ? k->ctx->user : "(none)",
+		  k->ctx->file);
 }
 
 static void success(struct up_kube_call *c, const struct up_http_result *res)
@@ -497,7 +504,8 @@ static void success(struct up_kube_call *c, const struct up_http_result *res)
 	obj = json_loadb(res->body, res->body_len, 0, &jerr);
 	if (!obj)
 		call_fail(c, -EBADMSG, res->status, "BadAnswer",
-			  "%s %s: the API server's answer is not JSON (%s)", c->method, c->path, jerr.text);
+			  "%s %s: the API server's answer is not JSON (%s)", c->method, c->path,
+			  jerr.text);
 	else
 		call_finish(c, NULL, obj);
 }
@@ -565,23 +573,34 @@ static void send_call_now(struct up_kube_call *c)
 		return;
 	}
 	/* A server URL may end in '/': never send "//api". */
-	if (snprintf(url, sizeof(url), "%.*s%s", (int)(sl && ctx->server[sl - 1] == '/' ? sl - 1 : sl),
-		     ctx->server, c->path) >= (int)sizeof(url)) {
-		call_fail(c, -ENAMETOOLONG, 0, NULL, "%s %s: the URL is too long", c->method, c->path);
+	if (snprintf(url, sizeof(url), "%.*s%s",
+		     (int)(sl && ctx->server[sl - 1] == '/' ? sl - 1 : sl), ctx->server,
+		     c->path) >= (int)sizeof(url)) {
+		call_fail(c, -ENAMETOOLONG, 0, NULL, "%s %s: the URL is too long", c->method,
+			  c->path);
 		return;
 	}
 	bool exec_cert = cred && cred->cert_pem;
 	struct up_http_tls tls = {
-		.ca_pem = ctx->ca_pem, .ca_len = ctx->ca_len, .insecure = ctx->insecure,
+		.ca_pem = ctx->ca_pem,
+		.ca_len = ctx->ca_len,
+		.insecure = ctx->insecure,
 		.cert_pem = exec_cert ? cred->cert_pem : ctx->cert_pem,
 		.cert_len = exec_cert ? cred->cert_len : ctx->cert_len,
 		.key_pem = exec_cert ? cred->key_pem : ctx->key_pem,
 		.key_len = exec_cert ? cred->key_len : ctx->key_len,
 	};
 	struct up_http_opts o = {
-		.method = c->method, .url = url, .content_type = c->content_type,
-		.body = c->body, .body_len = c->body_len, .tls = &tls, .stream = c->stream,
-		.bearer = cred && cred->token ? cred->token : k->file_token ? k->file_token : ctx->token,
+		.method = c->method,
+		.url = url,
+		.content_type = c->content_type,
+		.body = c->body,
+		.body_len = c->body_len,
+		.tls = &tls,
+		.stream = c->stream,
+		.bearer = cred && cred->token ? cred->token
+			  : k->file_token     ? k->file_token
+					      : ctx->token,
 		.timeout_ms = c->stream ? 0 : UP_KUBE_TIMEOUT_MS,
 	};
 	c->state = CALL_RUNNING;
@@ -677,8 +696,9 @@ int up_kube_apply(struct up_kube *k, json_t *obj, bool dry_run, up_kube_fn cb, v
 		return -EINVAL;
 	r = up_kube_path(path, sizeof(path), kind, res->namespaced ? ns : NULL, name);
 	if (r >= 0)
-		r = up_kube_query(full, sizeof(full), path, "fieldManager", "uplinkd", "force", "true",
-				  "fieldValidation", "Strict", "dryRun", dry_run ? "All" : NULL, NULL);
+		r = up_kube_query(full, sizeof(full), path, "fieldManager", "uplinkd", "force",
+				  "true", "fieldValidation", "Strict", "dryRun",
+				  dry_run ? "All" : NULL, NULL);
 	if (r >= 0)
 		r = call_new(k, "PATCH", full, cb, ud, &c);
 	if (r < 0)
@@ -699,8 +719,8 @@ int up_kube_apply(struct up_kube *k, json_t *obj, bool dry_run, up_kube_fn cb, v
 int up_kube_delete(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,
 		   struct up_kube_call **ret)
 {
-	static const char opts[] =
-		"{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",\"propagationPolicy\":\"Background\"}";
+	static const char opts[] = "{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\","
+				   "\"propagationPolicy\":\"Background\"}";
 	struct up_kube_call *c;
 	int r = call_new(k, "DELETE", path, cb, ud, &c);
 
@@ -749,7 +769,7 @@ void up_kube_free(struct up_kube *k)
 		/* A plugin or a token read is under way: free when it reports back. */
 		struct up_list *pos, *tmp;
 		k->freed = true;
-		up_list_for_each_safe(pos, tmp, &k->calls) {
+		up_list_for_each_safe (pos, tmp, &k->calls) {
 			struct up_kube_call *c = up_container_of(pos, struct up_kube_call, link);
 			c->cb = NULL;
 			call_free(c);

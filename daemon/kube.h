@@ -50,7 +50,8 @@ const struct up_kube_context *up_kube_get_context(const struct up_kube *k);
 int up_kube_get(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,
 		struct up_kube_call **ret) _wur_;
 int up_kube_list(struct up_kube *k, const char *path, const char *label_selector,
-		 const char *field_selector, up_kube_fn cb, void *ud, struct up_kube_call **ret) _wur_;
+		 const char *field_selector, up_kube_fn cb, void *ud,
+		 struct up_kube_call **ret) _wur_;
 /* Server-side apply (fieldManager=uplinkd, force, strict field validation). */
 int up_kube_apply(struct up_kube *k, json_t *obj, bool dry_run, up_kube_fn cb, void *ud,
 		  struct up_kube_call **ret) _wur_;

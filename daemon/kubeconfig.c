@@ -71,7 +71,8 @@ static int load_text(struct kc_set *s, const char *path, const char *text, size_
 	}
 	if (!json_is_object(doc)) {
 		json_decref(doc);
-		return failf(s, "kubeconfig %s is not a mapping of clusters, users and contexts", path);
+		return failf(s, "kubeconfig %s is not a mapping of clusters, users and contexts",
+			     path);
 	}
 	if (s->n >= UP_MAX_KUBECONFIG_FILES) {
 		json_decref(doc);
@@ -121,8 +122,9 @@ static int load_set(struct kc_set *s, const char *paths)
 			return r;
 	}
 	if (s->n == 0)
-		return failf(s, "no kubeconfig found at %s; point KUBECONFIG at one, or copy your "
-				"cluster's (k3s writes /etc/rancher/k3s/k3s.yaml) to ~/.kube/config",
+		return failf(s,
+			     "no kubeconfig found at %s; point KUBECONFIG at one, or copy your "
+			     "cluster's (k3s writes /etc/rancher/k3s/k3s.yaml) to ~/.kube/config",
 			     s->where);
 	return 0;
 }
@@ -134,7 +136,7 @@ static json_t *find_named(struct kc_set *s, const char *key, const char *name, s
 		json_t *list = json_object_get(s->files[i].doc, key), *e;
 		size_t k;
 
-		json_array_foreach(list, k, e) {
+		json_array_foreach (list, k, e) {
 			const char *n = json_string_value(json_object_get(e, "name"));
 			if (n && strcmp(n, name) == 0) {
 				*file = i;
@@ -148,7 +150,8 @@ static json_t *find_named(struct kc_set *s, const char *key, const char *name, s
 static const char *current_context(struct kc_set *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
-		const char *c = json_string_value(json_object_get(s->files[i].doc, "current-context"));
+		const char *c =
+			json_string_value(json_object_get(s->files[i].doc, "current-context"));
 		if (c && *c)
 			return c;
 	}
@@ -164,12 +167,13 @@ static void known_contexts(struct kc_set *s, char *buf, size_t len)
 		json_t *list = json_object_get(s->files[i].doc, "contexts"), *e;
 		size_t k;
 
-		json_array_foreach(list, k, e) {
+		json_array_foreach (list, k, e) {
 			const char *n = json_string_value(json_object_get(e, "name"));
 			size_t first;
 			/* A name defined again by a later file is shadowed: list it once. */
 			if (n && used < len && find_named(s, "contexts", n, &first) == e)
-				used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", n);
+				used += (size_t)snprintf(buf + used, len - used, "%s%s",
+							 used ? ", " : "", n);
 		}
 	}
 	if (!buf[0])
@@ -226,12 +230,12 @@ static int data_or_file(struct kc_set *s, size_t fi, json_t *obj, const char *wh
 	int r;
 
 	if (data && *data && file && *file)
-		return failf(s, "kubeconfig %s: %s sets both %s and %s; keep one", s->files[fi].path,
-			     what, data_key, file_key);
+		return failf(s, "kubeconfig %s: %s sets both %s and %s; keep one",
+			     s->files[fi].path, what, data_key, file_key);
 	if (data && *data) {
 		if (b64decode(data, out, out_len) < 0)
-			return failf(s, "kubeconfig %s: %s: %s is not valid base64", s->files[fi].path,
-				     what, data_key);
+			return failf(s, "kubeconfig %s: %s: %s is not valid base64",
+				     s->files[fi].path, what, data_key);
 		return 1;
 	}
 	if (file && *file) {
@@ -240,8 +244,8 @@ static int data_or_file(struct kc_set *s, size_t fi, json_t *obj, const char *wh
 			return -ENOMEM;
 		r = up_read_file(path, UP_MAX_KUBE_CREDENTIAL_FILE, out, out_len);
 		if (r < 0)
-			return failf(s, "kubeconfig %s: %s: cannot read %s %s: %s", s->files[fi].path,
-				     what, file_key, path, strerror(-r));
+			return failf(s, "kubeconfig %s: %s: cannot read %s %s: %s",
+				     s->files[fi].path, what, file_key, path, strerror(-r));
 		return 1;
 	}
 	return 0;
@@ -257,7 +261,7 @@ static int strv_from_json(json_t *arr, const char *first, char ***ret)
 		return -ENOMEM;
 	if (first)
 		v[o++] = strdup(first);
-	json_array_foreach(arr, k, e) {
+	json_array_foreach (arr, k, e) {
 		if (!json_is_string(e))
 			break;
 		v[o++] = strdup(json_string_value(e));
@@ -283,11 +287,13 @@ static int parse_exec(struct kc_set *s, size_t fi, const char *user, json_t *ex,
 	size_t k;
 
 	if (!cmd || !*cmd)
-		return failf(s, "kubeconfig %s: user '%s': exec has no command", s->files[fi].path, user);
+		return failf(s, "kubeconfig %s: user '%s': exec has no command", s->files[fi].path,
+			     user);
 	if (!api || (strcmp(api, "client.authentication.k8s.io/v1") != 0 &&
 		     strcmp(api, "client.authentication.k8s.io/v1beta1") != 0))
-		return failf(s, "kubeconfig %s: user '%s': exec apiVersion '%s' is not supported; "
-				"use client.authentication.k8s.io/v1 or v1beta1",
+		return failf(s,
+			     "kubeconfig %s: user '%s': exec apiVersion '%s' is not supported; "
+			     "use client.authentication.k8s.io/v1 or v1beta1",
 			     s->files[fi].path, user, api ? api : "(none)");
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -298,18 +304,22 @@ static int parse_exec(struct kc_set *s, size_t fi, const char *user, json_t *ex,
 	const char *hint = json_string_value(json_object_get(ex, "installHint"));
 	e->install_hint = hint ? strdup(hint) : NULL;
 	/* client-go resolves a command that names a path, not a bare program name. */
-	_cleanup_(freep) char *resolved = strchr(cmd, '/') ? resolve_path(&s->files[fi], cmd) : strdup(cmd);
+	_cleanup_(freep) char *resolved =
+		strchr(cmd, '/') ? resolve_path(&s->files[fi], cmd) : strdup(cmd);
 	if (!resolved || strv_from_json(json_object_get(ex, "args"), resolved, &e->argv) < 0)
-		return failf(s, "kubeconfig %s: user '%s': exec args must be strings", s->files[fi].path, user);
+		return failf(s, "kubeconfig %s: user '%s': exec args must be strings",
+			     s->files[fi].path, user);
 	env = json_object_get(ex, "env");
 	e->env = calloc(json_array_size(env) + 1, sizeof(char *));
 	if (!e->env)
 		return -ENOMEM;
-	json_array_foreach(env, k, item) {
+	json_array_foreach (env, k, item) {
 		const char *n = json_string_value(json_object_get(item, "name"));
 		const char *v = json_string_value(json_object_get(item, "value"));
 		if (!n || !v)
-			return failf(s, "kubeconfig %s: user '%s': exec env entries need a name and a value",
+			return failf(s,
+				     "kubeconfig %s: user '%s': exec env entries need a name and a "
+				     "value",
 				     s->files[fi].path, user);
 		if (asprintf(&e->env[k], "%s=%s", n, v) < 0)
 			return -ENOMEM;
@@ -328,20 +338,25 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 	if (!entry && s->inspect)
 		return c->facts.no_user = true, 0;
 	if (!entry)
-		return failf(s, "kubeconfig %s: context '%s' names user '%s', which no file defines",
+		return failf(s,
+			     "kubeconfig %s: context '%s' names user '%s', which no file defines",
 			     c->file, c->name, c->user);
 	u = json_object_get(entry, "user");
 	(void)snprintf(what, sizeof(what), "user '%s'", c->user);
 	if (s->inspect) {
 		c->facts.auth_provider = json_object_get(u, "auth-provider") != NULL;
 		c->facts.exec = json_object_get(u, "exec") != NULL;
-		c->facts.basic_auth = json_object_get(u, "username") || json_object_get(u, "password");
+		c->facts.basic_auth =
+			json_object_get(u, "username") || json_object_get(u, "password");
 	}
 	if (json_object_get(u, "auth-provider") && !s->inspect) {
-		const char *p = json_string_value(json_object_get(json_object_get(u, "auth-provider"), "name"));
-		return failf(s, "kubeconfig %s: user '%s' uses auth-provider '%s', which uplink does not "
-				"support; switch it to an exec plugin (for GKE: gke-gcloud-auth-plugin)",
-			     s->files[fi].path, c->user, p ? p : "?");
+		const char *p = json_string_value(
+			json_object_get(json_object_get(u, "auth-provider"), "name"));
+		return failf(
+			s,
+			"kubeconfig %s: user '%s' uses auth-provider '%s', which uplink does not "
+			"support; switch it to an exec plugin (for GKE: gke-gcloud-auth-plugin)",
+			s->files[fi].path, c->user, p ? p : "?");
 	}
 	has_cert = data_or_file(s, fi, u, what, "client-certificate-data", "client-certificate",
 				&c->cert_pem, &c->cert_len);
@@ -352,8 +367,9 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 	if (has_key < 0)
 		return has_key;
 	if (has_cert != has_key && !s->inspect) /* inspect: "no supported credentials" later */
-		return failf(s, "kubeconfig %s: %s has a client %s but no client %s", s->files[fi].path,
-			     what, has_cert ? "certificate" : "key", has_cert ? "key" : "certificate");
+		return failf(s, "kubeconfig %s: %s has a client %s but no client %s",
+			     s->files[fi].path, what, has_cert ? "certificate" : "key",
+			     has_cert ? "key" : "certificate");
 	const char *token = json_string_value(json_object_get(u, "token"));
 	const char *token_file = json_string_value(json_object_get(u, "tokenFile"));
 	if (token && *token && !(c->token = strdup(token)))
@@ -361,8 +377,9 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 	if (token_file && *token_file && !(c->token_file = resolve_path(&s->files[fi], token_file)))
 		return -ENOMEM;
 	if ((json_object_get(u, "username") || json_object_get(u, "password")) && !s->inspect)
-		return failf(s, "kubeconfig %s: user '%s' uses basic auth (username/password), which "
-				"Kubernetes removed; use a token or a client certificate",
+		return failf(s,
+			     "kubeconfig %s: user '%s' uses basic auth (username/password), which "
+			     "Kubernetes removed; use a token or a client certificate",
 			     s->files[fi].path, c->user);
 	if (json_object_get(u, "exec") && !s->inspect) {
 		r = parse_exec(s, fi, c->user, json_object_get(u, "exec"), &c->exec);
@@ -383,13 +400,16 @@ static int parse_cluster(struct kc_set *s, struct up_kube_context *c)
 	if (!entry && s->inspect)
 		return c->facts.no_cluster = true, 0;
 	if (!entry)
-		return failf(s, "kubeconfig %s: context '%s' names cluster '%s', which no file defines",
-			     c->file, c->name, c->cluster);
+		return failf(
+			s, "kubeconfig %s: context '%s' names cluster '%s', which no file defines",
+			c->file, c->name, c->cluster);
 	cl = json_object_get(entry, "cluster");
 	const char *server = json_string_value(json_object_get(cl, "server"));
 	if ((!server || !*server) && !s->inspect)
-		return failf(s, "kubeconfig %s: cluster '%s' has no server", s->files[fi].path, c->cluster);
-	if (server && *server && strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
+		return failf(s, "kubeconfig %s: cluster '%s' has no server", s->files[fi].path,
+			     c->cluster);
+	if (server && *server && strncmp(server, "https://", 8) != 0 &&
+	    strncmp(server, "http://", 7) != 0)
 		return failf(s, "kubeconfig %s: cluster '%s': server '%s' is not an http(s) URL",
 			     s->files[fi].path, c->cluster, server);
 	if (server && *server && !(c->server = strdup(server)))
@@ -404,8 +424,9 @@ static int parse_cluster(struct kc_set *s, struct up_kube_context *c)
 	if (r < 0)
 		return r;
 	if (r > 0 && c->insecure && !s->inspect)
-		return failf(s, "kubeconfig %s: cluster '%s' sets both a certificate authority and "
-				"insecure-skip-tls-verify; keep one",
+		return failf(s,
+			     "kubeconfig %s: cluster '%s' sets both a certificate authority and "
+			     "insecure-skip-tls-verify; keep one",
 			     s->files[fi].path, c->cluster);
 	return 0;
 }
@@ -424,8 +445,10 @@ static int resolve(struct kc_set *s, const char *context, struct up_kube_context
 		context = current_context(s);
 		if (!context) {
 			known_contexts(s, known, sizeof(known));
-			return failf(s, "kubeconfig %s sets no current-context; name one with "
-					 "--deploy-context (known contexts: %s)", s->where, known);
+			return failf(s,
+				     "kubeconfig %s sets no current-context; name one with "
+				     "--deploy-context (known contexts: %s)",
+				     s->where, known);
 		}
 	}
 	entry = find_named(s, "contexts", context, &fi);
@@ -464,9 +487,10 @@ static int resolve(struct kc_set *s, const char *context, struct up_kube_context
 /* Files (`paths`) or a text (`text`, `len`): the context, read strictly or, with inspect, as
  * --kube-context reads it (refusals left to the caller, in its own order). */
 static int load_context(const char *paths, const char *text, size_t len, bool inspect,
-			const char *context, struct up_kube_context **ret, char *err, size_t err_len)
+			const char *context, struct up_kube_context **ret, char *err,
+			size_t err_len)
 {
-	struct kc_set s = { .err = err, .err_len = err_len, .inspect = inspect };
+	struct kc_set s = {.err = err, .err_len = err_len, .inspect = inspect};
 	int r = inspect && !(context && *context) ? -EINVAL
 		: text				  ? load_text(&s, "(text)", text, len)
 						  : load_set(&s, paths);
@@ -506,7 +530,7 @@ int up_kubeconfig_inspect_text(const char *text, size_t len, const char *context
 int up_kubeconfig_contexts(const char *paths, json_t **names, char **current, char *err,
 			   size_t err_len)
 {
-	struct kc_set s = { .err = err, .err_len = err_len };
+	struct kc_set s = {.err = err, .err_len = err_len};
 	int r = load_set(&s, paths);
 
 	if (r >= 0) {
@@ -514,7 +538,7 @@ int up_kubeconfig_contexts(const char *paths, json_t **names, char **current, ch
 		for (size_t i = 0; i < s.n; i++) {
 			json_t *list = json_object_get(s.files[i].doc, "contexts"), *e;
 			size_t k;
-			json_array_foreach(list, k, e) {
+			json_array_foreach (list, k, e) {
 				json_t *n = json_object_get(e, "name");
 				size_t dummy;
 				if (json_is_string(n) &&

@@ -12,7 +12,8 @@
 /* An exec credential plugin (client.authentication.k8s.io/v1 or v1beta1). */
 struct up_kube_exec {
 	char *api_version;
-	char **argv; /* argv[0] is the command (resolved against the kubeconfig's folder if relative) */
+	char **argv; /* argv[0] is the command (resolved against the kubeconfig's folder if
+			relative) */
 	char **env;  /* "NAME=value", added to the daemon's environment */
 	bool provide_cluster_info;
 	char *install_hint;
@@ -24,9 +25,9 @@ struct up_kube_exec {
  */
 struct up_kube_context_facts {
 	bool no_cluster;    /* the context names no cluster, or one no file defines */
-	bool no_user;       /* the same for its user */
+	bool no_user;	    /* the same for its user */
 	bool auth_provider; /* the user has an auth-provider */
-	bool exec;          /* the user has an exec plugin (not parsed) */
+	bool exec;	    /* the user has an exec plugin (not parsed) */
 	bool basic_auth;    /* the user has a username or a password */
 };
 
@@ -36,9 +37,9 @@ struct up_kube_context_facts {
  */
 struct up_kube_context {
 	char *name;
-	char *file;      /* the kubeconfig that defined the context */
+	char *file; /* the kubeconfig that defined the context */
 	char *cluster;
-	char *user;      /* NULL: anonymous */
+	char *user;	 /* NULL: anonymous */
 	char *namespace; /* NULL: default */
 	char *server;
 	char *tls_server_name;
@@ -64,7 +65,8 @@ struct up_kube_context {
 int up_kubeconfig_load(const char *paths, const char *context, struct up_kube_context **ret,
 		       char *err, size_t err_len) _wur_;
 
-/* The same for one kubeconfig given as text (fuzzing, tests); relative paths resolve against ".". */
+/* The same for one kubeconfig given as text (fuzzing, tests); relative paths resolve against ".".
+ */
 int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
 			    struct up_kube_context **ret, char *err, size_t err_len) _wur_;
 

@@ -36,17 +36,19 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "debug", no_argument, NULL, 'd' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"debug", no_argument, NULL, 'd'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "dVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': log_set_level(LOG_DEBUG); break;
-		case 'V': printf("uplinkd %s (protocol %d)\n", UPLINK_VERSION, UP_PROTOCOL_VERSION); return 0;
+		case 'V':
+			printf("uplinkd %s (protocol %d)\n", UPLINK_VERSION, UP_PROTOCOL_VERSION);
+			return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -73,12 +73,9 @@ int up_manager_new(struct up_manager **ret)
 
 /* Every RPC domain, registered at start-up. */
 static int (*const rpc_domains[])(struct up_rpc *rpc, struct up_manager *m) = {
-	up_rpc_daemon_register,
-	up_rpc_rules_register,
-	up_rpc_doctor_register,
-	up_rpc_session_register,
-	up_rpc_config_register,
-	up_rpc_debug_register, /* only with UPLINK_DEBUG_RPC=1 */
+	up_rpc_daemon_register, up_rpc_rules_register,
+	up_rpc_doctor_register, up_rpc_session_register,
+	up_rpc_config_register, up_rpc_debug_register, /* only with UPLINK_DEBUG_RPC=1 */
 };
 
 static int take_lock(struct up_manager *m)
@@ -122,12 +119,14 @@ static int activated_socket(struct up_manager *m, int *fd)
 	if (n == 0)
 		return 0;
 	if (n > 1)
-		return log_error_errno(-EINVAL, "systemd passed %d sockets, uplinkd takes one; "
-					        "check uplinkd.socket", n);
+		return log_error_errno(-EINVAL,
+				       "systemd passed %d sockets, uplinkd takes one; "
+				       "check uplinkd.socket",
+				       n);
 	*fd = SD_LISTEN_FDS_START;
 	if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, NULL, 0) <= 0)
 		return log_error_errno(-EINVAL, "systemd passed a socket that is not a listening "
-					        "Unix stream socket; check uplinkd.socket");
+						"Unix stream socket; check uplinkd.socket");
 	if (getsockname(*fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0] &&
 	    strlen(sa.sun_path) <= UP_MAX_SOCKET_PATH)
 		memcpy(m->socket_path, sa.sun_path, strlen(sa.sun_path) + 1);
@@ -153,8 +152,9 @@ static int prepare_socket_dir(struct up_manager *m)
 	if (stat(dir, &st) < 0)
 		return log_error_errno(-errno, "Cannot inspect %s", dir);
 	if (st.st_uid != getuid())
-		return log_error_errno(-EPERM, "%s belongs to uid %u, not to us (uid %u); "
-					       "remove it or set UPLINK_SOCKET",
+		return log_error_errno(-EPERM,
+				       "%s belongs to uid %u, not to us (uid %u); "
+				       "remove it or set UPLINK_SOCKET",
 				       dir, (unsigned)st.st_uid, (unsigned)getuid());
 	return 0;
 }
@@ -189,7 +189,8 @@ static int arm_handles(struct up_manager *m)
 		return log_error_errno(r, "Cannot watch for signals");
 	if (sd_watchdog_enabled(1, &m->watchdog_usec) > 0 && m->watchdog_usec > 0) {
 		uint64_t every = m->watchdog_usec / 2000;
-		(void)uv_timer_start(&m->watchdog, on_watchdog, every ? every : 1, every ? every : 1);
+		(void)uv_timer_start(&m->watchdog, on_watchdog, every ? every : 1,
+				     every ? every : 1);
 		log_debug("Watchdog enabled: pinging every %" PRIu64 " ms", every);
 	}
 	return 0;
@@ -206,8 +207,10 @@ int up_manager_start(struct up_manager *m)
 	if (!m->activated || !m->socket_path[0]) {
 		r = up_socket_path(m->socket_path, sizeof(m->socket_path));
 		if (r < 0)
-			return log_error_errno(r, "The socket path is longer than %d bytes; "
-						  "set UPLINK_SOCKET to a shorter one", UP_MAX_SOCKET_PATH);
+			return log_error_errno(r,
+					       "The socket path is longer than %d bytes; "
+					       "set UPLINK_SOCKET to a shorter one",
+					       UP_MAX_SOCKET_PATH);
 	}
 	if (!m->activated) {
 		r = prepare_socket_dir(m);

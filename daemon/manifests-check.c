@@ -75,12 +75,19 @@ static bool is_abs(const char *p)
 
 static bool reserved_volume(const char *n)
 {
-	static const char *const names[] = { "uplink-ca", UP_MANIFEST_ADDON_CONFIGMAP,
-					     UP_MANIFEST_RULES_SECRET, UP_MANIFEST_CERTS_SECRET,
-					     GIT_SECRET, UPSTREAM_CA_SECRET, UP_KUBE_CONFIGMAP,
-					     UP_KUBE_CERTS_SECRET, UP_MANIFEST_SSH_KEYS_SECRET,
-					     UP_MANIFEST_SSH_PUB_SECRET, SSH_SOCK_VOLUME, AWS_AGENT_CONFIGMAP,
-					     AWS_MITM_SECRET };
+	static const char *const names[] = {"uplink-ca",
+					    UP_MANIFEST_ADDON_CONFIGMAP,
+					    UP_MANIFEST_RULES_SECRET,
+					    UP_MANIFEST_CERTS_SECRET,
+					    GIT_SECRET,
+					    UPSTREAM_CA_SECRET,
+					    UP_KUBE_CONFIGMAP,
+					    UP_KUBE_CERTS_SECRET,
+					    UP_MANIFEST_SSH_KEYS_SECRET,
+					    UP_MANIFEST_SSH_PUB_SECRET,
+					    SSH_SOCK_VOLUME,
+					    AWS_AGENT_CONFIGMAP,
+					    AWS_MITM_SECRET};
 
 	if (startswith(n, MOUNT_PREFIX))
 		return true;
@@ -96,27 +103,36 @@ static int check_volume(const struct up_session_spec *s, size_t i, char *err, si
 	const struct up_agent_volume *v = &s->contrib.volumes[i];
 
 	if (!is_dns_label(v->name) || reserved_volume(v->name))
-		return manifests_failf(err, len, "agent volume %zu: name '%s' is not a DNS label or is taken", i,
-			     v->name ? v->name : "(null)");
+		return manifests_failf(err, len,
+				       "agent volume %zu: name '%s' is not a DNS label or is taken",
+				       i, v->name ? v->name : "(null)");
 	for (size_t j = 0; j < i; j++)
 		if (streq(s->contrib.volumes[j].name, v->name))
-			return manifests_failf(err, len, "agent volume '%s' is given twice", v->name);
+			return manifests_failf(err, len, "agent volume '%s' is given twice",
+					       v->name);
 	if (v->mount_path && !is_abs(v->mount_path))
-		return manifests_failf(err, len, "agent volume '%s': mount path '%s' is not absolute", v->name,
-			     v->mount_path);
+		return manifests_failf(err, len,
+				       "agent volume '%s': mount path '%s' is not absolute",
+				       v->name, v->mount_path);
 	if (v->kind == UP_AGENT_VOL_HOSTPATH && (!is_abs(v->host_path) || !v->mount_path))
-		return manifests_failf(err, len, "agent volume '%s': a hostPath needs an absolute host path and a "
-			     "mount path", v->name);
+		return manifests_failf(
+			err, len,
+			"agent volume '%s': a hostPath needs an absolute host path and a "
+			"mount path",
+			v->name);
 	if (v->kind == UP_AGENT_VOL_EMPTYDIR && !v->mount_path)
-		return manifests_failf(err, len, "agent volume '%s': an emptyDir needs a mount path", v->name);
+		return manifests_failf(
+			err, len, "agent volume '%s': an emptyDir needs a mount path", v->name);
 	for (size_t j = 0; j < v->n_files; j++) {
 		const struct up_agent_file *f = &v->files[j];
 		if (!is_key(f->key, false) || streq(f->key, ".") || streq(f->key, ".."))
-			return manifests_failf(err, len, "agent volume '%s': '%s' is not a valid key", v->name,
-				     f->key ? f->key : "(null)");
+			return manifests_failf(err, len,
+					       "agent volume '%s': '%s' is not a valid key",
+					       v->name, f->key ? f->key : "(null)");
 		if (f->mount_path && !is_abs(f->mount_path))
-			return manifests_failf(err, len, "agent volume '%s': mount path '%s' is not absolute",
-				     v->name, f->mount_path);
+			return manifests_failf(err, len,
+					       "agent volume '%s': mount path '%s' is not absolute",
+					       v->name, f->mount_path);
 	}
 	return 0;
 }
@@ -127,8 +143,9 @@ static int check_contrib(const struct up_session_spec *s, char *err, size_t len)
 
 	for (size_t i = 0; i < s->contrib.n_env; i++)
 		if (!is_key(s->contrib.env[i].name, true) || !s->contrib.env[i].value)
-			return manifests_failf(err, len, "agent env %zu: '%s' is not a valid variable", i,
-				     s->contrib.env[i].name ? s->contrib.env[i].name : "(null)");
+			return manifests_failf(
+				err, len, "agent env %zu: '%s' is not a valid variable", i,
+				s->contrib.env[i].name ? s->contrib.env[i].name : "(null)");
 	for (size_t i = 0; i < s->contrib.n_volumes; i++)
 		if ((r = check_volume(s, i, err, len)) < 0)
 			return r;
@@ -143,10 +160,13 @@ static bool is_cidr(const char *s)
 	long bits;
 	int max;
 
-	if (!s || (size_t)snprintf(buf, sizeof(buf), "%s", s) >= sizeof(buf) || !(slash = strchr(buf, '/')))
+	if (!s || (size_t)snprintf(buf, sizeof(buf), "%s", s) >= sizeof(buf) ||
+	    !(slash = strchr(buf, '/')))
 		return false;
 	*slash = '\0';
-	max = inet_pton(AF_INET, buf, addr) == 1 ? 32 : inet_pton(AF_INET6, buf, addr) == 1 ? 128 : -1;
+	max = inet_pton(AF_INET, buf, addr) == 1    ? 32
+	      : inet_pton(AF_INET6, buf, addr) == 1 ? 128
+						    : -1;
 	bits = strtol(slash + 1, &end, 10);
 	return max > 0 && isdigit((unsigned char)slash[1]) && !*end && bits >= 0 && bits <= max;
 }
@@ -156,30 +176,36 @@ static int check_extras(const struct up_session_extras *x, char *err, size_t len
 	json_t *v;
 	size_t i;
 
-	json_array_foreach(x->mounts, i, v) {
+	json_array_foreach (x->mounts, i, v) {
 		const char *p = json_string_value(json_object_get(v, "path"));
 		if (!is_abs(p) || !json_is_boolean(json_object_get(v, "dir")) ||
 		    !json_is_boolean(json_object_get(v, "read_only")))
-			return manifests_failf(err, len, "host mount %zu: '%s' is not an absolute path", i,
-				     p ? p : "(null)");
+			return manifests_failf(err, len,
+					       "host mount %zu: '%s' is not an absolute path", i,
+					       p ? p : "(null)");
 	}
-	json_array_foreach(x->ssh_cidrs, i, v)
+	json_array_foreach (x->ssh_cidrs, i, v)
 		if (!is_cidr(json_string_value(v)))
-			return manifests_failf(err, len, "SSH CIDR %zu is not a network address", i);
+			return manifests_failf(err, len, "SSH CIDR %zu is not a network address",
+					       i);
 	if (x->mitm_ca_pem && !strstr(x->mitm_ca_pem, "-----BEGIN CERTIFICATE-----"))
-		return manifests_failf(err, len, "the mitm's extra upstream CAs hold no PEM certificate");
+		return manifests_failf(err, len,
+				       "the mitm's extra upstream CAs hold no PEM certificate");
 	for (size_t k = 0; x->kube && k < x->kube->n; k++) {
 		char key[300];
 		(void)snprintf(key, sizeof(key), "%s.pem", x->kube->ctx[k].host);
 		if (x->kube->ctx[k].client_pem && !is_key(key, false))
-			return manifests_failf(err, len, "kube context '%s': '%s' is not a valid Secret key",
-				     x->kube->ctx[k].name, key);
+			return manifests_failf(err, len,
+					       "kube context '%s': '%s' is not a valid Secret key",
+					       x->kube->ctx[k].name, key);
 	}
 	for (size_t j = 0; j < x->ssh.n_keys + x->ssh.n_pub; j++) {
-		const struct up_ssh_file *f = j < x->ssh.n_keys ? &x->ssh.keys[j]
-								 : &x->ssh.pub[j - x->ssh.n_keys];
-		if (!is_key(f->name, false) || streq(f->name, ".") || streq(f->name, "..") || !f->data)
-			return manifests_failf(err, len, "SSH file '%s' is not a valid key", f->name ? f->name : "(null)");
+		const struct up_ssh_file *f =
+			j < x->ssh.n_keys ? &x->ssh.keys[j] : &x->ssh.pub[j - x->ssh.n_keys];
+		if (!is_key(f->name, false) || streq(f->name, ".") || streq(f->name, "..") ||
+		    !f->data)
+			return manifests_failf(err, len, "SSH file '%s' is not a valid key",
+					       f->name ? f->name : "(null)");
 	}
 	if (x->ssh.n_pub > 0 && x->ssh.n_keys == 0)
 		return manifests_failf(err, len, "SSH public files without a private key");
@@ -192,16 +218,18 @@ int manifests_check_spec(const struct up_session_spec *s, char *err, size_t len)
 
 	if (!is_hex_id(s->id))
 		return manifests_failf(err, len, "session id '%s' is not 12 lowercase hex digits",
-			     s->id ? s->id : "(null)");
+				       s->id ? s->id : "(null)");
 	if (!is_label_value(s->owner))
 		return manifests_failf(err, len, "owner '%s' is not a valid label value",
-			     s->owner ? s->owner : "(null)");
+				       s->owner ? s->owner : "(null)");
 	if (s->created_at <= 0 || s->expires_at <= s->created_at)
 		return manifests_failf(err, len, "the session must expire after it was created");
 	if (!is_abs(s->cwd))
-		return manifests_failf(err, len, "cwd '%s' is not an absolute path", s->cwd ? s->cwd : "(null)");
+		return manifests_failf(err, len, "cwd '%s' is not an absolute path",
+				       s->cwd ? s->cwd : "(null)");
 	if (!is_label_value(s->agent))
-		return manifests_failf(err, len, "agent name '%s' is not valid", s->agent ? s->agent : "(null)");
+		return manifests_failf(err, len, "agent name '%s' is not valid",
+				       s->agent ? s->agent : "(null)");
 	if (!s->user || !*s->user || !is_abs(s->home))
 		return manifests_failf(err, len, "the host user and an absolute home are required");
 	if (!s->agent_image || !*s->agent_image || !s->mitm_image || !*s->mitm_image)
@@ -216,14 +244,14 @@ int manifests_check_spec(const struct up_session_spec *s, char *err, size_t len)
 	    !s->ca_key_pem || !strstr(s->ca_key_pem, "PRIVATE KEY-----"))
 		return manifests_failf(err, len, "the session CA certificate and key are required");
 	if (s->mitm_cluster_ip && !manifests_is_ip(s->mitm_cluster_ip))
-		return manifests_failf(err, len, "mitm cluster IP '%s' is not an IP address", s->mitm_cluster_ip);
+		return manifests_failf(err, len, "mitm cluster IP '%s' is not an IP address",
+				       s->mitm_cluster_ip);
 	if (s->ssh_agent_cluster_ip && !manifests_is_ip(s->ssh_agent_cluster_ip))
 		return manifests_failf(err, len, "ssh-agent cluster IP '%s' is not an IP address",
-			     s->ssh_agent_cluster_ip);
+				       s->ssh_agent_cluster_ip);
 	if (manifests_has_ssh(s) && s->uid == 0)
 		return manifests_failf(err, len, "the ssh-agent holder pod cannot run as root");
 	if (s->extras && check_extras(s->extras, err, len) < 0)
 		return -EINVAL;
 	return check_contrib(s, err, len);
 }
-

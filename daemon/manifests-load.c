@@ -13,32 +13,39 @@
 #include "yaml-json.h"
 
 const struct manifests_template manifests_templates[_TPL_MAX] = {
-	[TPL_NAMESPACE] = { "namespace.yaml", "Namespace", { "metadata.labels" } },
-	[TPL_SECRET] = { "secret.yaml", "Secret", { "metadata.labels" } },
-	[TPL_CONFIGMAP] = { "configmap.yaml", "ConfigMap", { "metadata.labels" } },
-	[TPL_NP_DENY] = { "netpol-default-deny.yaml", "NetworkPolicy", { "metadata.labels" } },
-	[TPL_NP_AGENT] = { "netpol-agent-egress.yaml", "NetworkPolicy",
-			   { "metadata.labels", "spec.egress" } },
-	[TPL_NP_AGENT_DNS] = { "agent-egress-dns.yaml", NULL, { "to", "ports" } },
-	[TPL_NP_MITM] = { "netpol-mitm.yaml", "NetworkPolicy", { "metadata.labels" } },
-	[TPL_MITM_POD] = { "mitm-pod.yaml", "Pod",
-			   { "metadata.labels", "spec.containers.0.volumeMounts", "spec.volumes" } },
-	[TPL_MITM_SVC] = { "mitm-service.yaml", "Service", { "metadata.labels" } },
-	[TPL_AGENT_POD] = { "agent-pod.yaml", "Pod",
-			    { "metadata.labels", "spec.containers.0.env",
-			      "spec.containers.0.volumeMounts", "spec.volumes" } },
-	[TPL_SSH_POD] = { "ssh-agent-pod.yaml", "Pod",
-			  { "metadata.labels", "spec.securityContext", "spec.containers.0.securityContext" } },
-	[TPL_SSH_SVC] = { "ssh-agent-service.yaml", "Service", { "metadata.labels" } },
-	[TPL_NP_SSH] = { "netpol-ssh-agent.yaml", "NetworkPolicy", { "metadata.labels" } },
-	[TPL_NP_AGENT_SSH] = { "agent-egress-ssh-agent.yaml", NULL, { "to", "ports" } },
-	[TPL_SSH_RELAY] = { "ssh-agent-relay.yaml", NULL, { "name", "securityContext", "volumeMounts" } },
-	[TPL_SYS_NAMESPACE] = { "system-namespace.yaml", "Namespace", { "metadata" } },
-	[TPL_REGISTRY] = { "registry-deployment.yaml", "Deployment",
-			   { "spec.template.spec.containers.0" } },
-	[TPL_REGISTRY_SVC] = { "registry-service.yaml", "Service", { "metadata" } },
+	[TPL_NAMESPACE] = {"namespace.yaml", "Namespace", {"metadata.labels"}},
+	[TPL_SECRET] = {"secret.yaml", "Secret", {"metadata.labels"}},
+	[TPL_CONFIGMAP] = {"configmap.yaml", "ConfigMap", {"metadata.labels"}},
+	[TPL_NP_DENY] = {"netpol-default-deny.yaml", "NetworkPolicy", {"metadata.labels"}},
+	[TPL_NP_AGENT] = {"netpol-agent-egress.yaml",
+			  "NetworkPolicy",
+			  {"metadata.labels", "spec.egress"}},
+	[TPL_NP_AGENT_DNS] = {"agent-egress-dns.yaml", NULL, {"to", "ports"}},
+	[TPL_NP_MITM] = {"netpol-mitm.yaml", "NetworkPolicy", {"metadata.labels"}},
+	[TPL_MITM_POD] = {"mitm-pod.yaml",
+			  "Pod",
+			  {"metadata.labels", "spec.containers.0.volumeMounts", "spec.volumes"}},
+	[TPL_MITM_SVC] = {"mitm-service.yaml", "Service", {"metadata.labels"}},
+	[TPL_AGENT_POD] = {"agent-pod.yaml",
+			   "Pod",
+			   {"metadata.labels", "spec.containers.0.env",
+			    "spec.containers.0.volumeMounts", "spec.volumes"}},
+	[TPL_SSH_POD] = {"ssh-agent-pod.yaml",
+			 "Pod",
+			 {"metadata.labels", "spec.securityContext",
+			  "spec.containers.0.securityContext"}},
+	[TPL_SSH_SVC] = {"ssh-agent-service.yaml", "Service", {"metadata.labels"}},
+	[TPL_NP_SSH] = {"netpol-ssh-agent.yaml", "NetworkPolicy", {"metadata.labels"}},
+	[TPL_NP_AGENT_SSH] = {"agent-egress-ssh-agent.yaml", NULL, {"to", "ports"}},
+	[TPL_SSH_RELAY] = {"ssh-agent-relay.yaml",
+			   NULL,
+			   {"name", "securityContext", "volumeMounts"}},
+	[TPL_SYS_NAMESPACE] = {"system-namespace.yaml", "Namespace", {"metadata"}},
+	[TPL_REGISTRY] = {"registry-deployment.yaml",
+			  "Deployment",
+			  {"spec.template.spec.containers.0"}},
+	[TPL_REGISTRY_SVC] = {"registry-service.yaml", "Service", {"metadata"}},
 };
-
 
 int up_manifests_default_dir(char *buf, size_t len)
 {
@@ -55,7 +62,8 @@ static int load_one(struct up_manifests *m, const char *dir, enum tpl t, char *e
 	size_t n;
 	int r;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, manifests_templates[t].file) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, manifests_templates[t].file) >=
+	    sizeof(path))
 		return manifests_failf(err, len, "template folder %s: path too long", dir);
 	r = up_read_file(path, UP_MAX_TEMPLATE_SIZE, &text, &n);
 	if (r < 0)
@@ -64,12 +72,16 @@ static int load_one(struct up_manifests *m, const char *dir, enum tpl t, char *e
 	if (r < 0)
 		return manifests_failf(err, len, "template %s is not valid YAML: %s", path, yerr);
 	const char *kind = json_string_value(json_object_get(m->tpl[t], "kind"));
-	if (!json_is_object(m->tpl[t]) || (manifests_templates[t].kind && (!kind || !streq(kind, manifests_templates[t].kind))))
+	if (!json_is_object(m->tpl[t]) ||
+	    (manifests_templates[t].kind && (!kind || !streq(kind, manifests_templates[t].kind))))
 		return manifests_failf(err, len, "template %s is not a %s", path,
-			     manifests_templates[t].kind ? manifests_templates[t].kind : "mapping");
-	for (size_t i = 0; i < ELEMENTSOF(manifests_templates[t].need) && manifests_templates[t].need[i]; i++)
+				       manifests_templates[t].kind ? manifests_templates[t].kind
+								   : "mapping");
+	for (size_t i = 0;
+	     i < ELEMENTSOF(manifests_templates[t].need) && manifests_templates[t].need[i]; i++)
 		if (!manifests_dig(m->tpl[t], manifests_templates[t].need[i]))
-			return manifests_failf(err, len, "template %s lacks %s", path, manifests_templates[t].need[i]);
+			return manifests_failf(err, len, "template %s lacks %s", path,
+					       manifests_templates[t].need[i]);
 	return 0;
 }
 
@@ -95,7 +107,8 @@ int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, siz
 		return manifests_failf(err, err_len, "template folder %s: path too long", dir);
 	r = up_read_file(path, UP_MAX_ADDON_SOURCE, &m->addon, &n);
 	if (r < 0)
-		return snprintf(err, err_len, "cannot read the mitm addon %s: %s", path, strerror(-r)),
+		return snprintf(err, err_len, "cannot read the mitm addon %s: %s", path,
+				strerror(-r)),
 		       r;
 	*ret = TAKE_PTR(m);
 	return 0;
@@ -127,7 +140,7 @@ const char *up_manifests_agent_no_proxy(const struct up_manifests *m)
 	json_t *e;
 	size_t i;
 
-	json_array_foreach(manifests_dig(m->tpl[TPL_AGENT_POD], "spec.containers.0.env"), i, e) {
+	json_array_foreach (manifests_dig(m->tpl[TPL_AGENT_POD], "spec.containers.0.env"), i, e) {
 		const char *name = json_string_value(json_object_get(e, "name"));
 		if (name && streq(name, "NO_PROXY"))
 			return json_string_value(json_object_get(e, "value"));

@@ -21,12 +21,13 @@ static int set_alias(json_t *objects, const char *host, const char *ip, char *er
 	if (!name || !streq(name, "agent"))
 		return manifests_failf(err, err_len, "the last object is not the agent pod");
 	if (!manifests_is_ip(ip))
-		return manifests_failf(err, err_len, "%s cluster IP '%s' is not an IP address", host,
-			     ip ? ip : "(null)");
+		return manifests_failf(err, err_len, "%s cluster IP '%s' is not an IP address",
+				       host, ip ? ip : "(null)");
 	aliases = manifests_dig(pod, "spec.hostAliases");
-	if (!aliases && manifests_put(json_object_get(pod, "spec"), "hostAliases", aliases = json_array()) < 0)
+	if (!aliases &&
+	    manifests_put(json_object_get(pod, "spec"), "hostAliases", aliases = json_array()) < 0)
 		return -ENOMEM;
-	json_array_foreach(aliases, i, a)
+	json_array_foreach (aliases, i, a)
 		if (streq(json_string_value(manifests_dig(a, "hostnames.0")), host))
 			return manifests_put(a, "ip", json_string(ip));
 	return manifests_push(aliases, json_pack("{s:s, s:[s]}", "ip", ip, "hostnames", host));
@@ -64,13 +65,15 @@ json_t *up_manifests_list(const json_t *objects, bool show_secrets)
 
 	if (!items)
 		return NULL;
-	json_array_foreach(items, i, o) {
+	json_array_foreach (items, i, o) {
 		json_t *data = json_object_get(o, "data");
 		const char *kind = json_string_value(json_object_get(o, "kind"));
 		if (show_secrets || !kind || !streq(kind, "Secret"))
 			continue;
-		json_object_foreach(data, k, v)
-			if (json_object_set_new(data, k, redacted(json_is_string(v) ? json_string_value(v) : "")) < 0)
+		json_object_foreach (data, k, v)
+			if (json_object_set_new(
+				    data, k,
+				    redacted(json_is_string(v) ? json_string_value(v) : "")) < 0)
 				return json_decref(items), NULL;
 	}
 	return json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", "v1", "kind", "List", "metadata",
@@ -82,7 +85,7 @@ json_t *up_manifests_find(const json_t *objects, const char *kind, const char *n
 	json_t *o;
 	size_t i;
 
-	json_array_foreach(objects, i, o) {
+	json_array_foreach (objects, i, o) {
 		const char *k = json_string_value(json_object_get(o, "kind"));
 		const char *n = json_string_value(manifests_dig(o, "metadata.name"));
 		if (k && n && streq(k, kind) && streq(n, name))
@@ -126,9 +129,9 @@ int up_manifests_secret_get(const json_t *secret, const char *key, char **ret, s
 
 json_t *up_manifests_secret_reapply(const json_t *secret)
 {
-	static const char *const server_owned[] = { "resourceVersion", "uid", "managedFields",
-		"creationTimestamp", "generation", "selfLink", "deletionTimestamp",
-		"deletionGracePeriodSeconds" };
+	static const char *const server_owned[] = {
+		"resourceVersion", "uid",      "managedFields",	    "creationTimestamp",
+		"generation",	   "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"};
 	const char *kind = json_string_value(json_object_get(secret, "kind"));
 	json_t *o, *md;
 

@@ -11,23 +11,23 @@
 #include "util.h"
 
 /* The session's own objects beyond the agent's (struct up_session_extras). */
-#define GIT_SECRET "git-config"
-#define GIT_KEY "agent-uplink.inc"
-#define GIT_INCLUDE "/etc/gitconfig.d/agent-uplink.inc" /* agents/claude/gitconfig includes it */
-#define UPSTREAM_CA_SECRET "upstream-ca"
-#define UPSTREAM_CA_DIR "/upstream-ca"
-#define MOUNT_PREFIX "mount-"
-#define SSH_SOCK_VOLUME "ssh-sock" /* the relay's socket, shared with the main container */
-#define SSH_SOCK_DIR "/ssh-agent"  /* manifests/ssh-agent-relay.yaml */
-#define SSH_AUTH_SOCK SSH_SOCK_DIR "/agent.sock"
+#define GIT_SECRET	    "git-config"
+#define GIT_KEY		    "agent-uplink.inc"
+#define GIT_INCLUDE	    "/etc/gitconfig.d/agent-uplink.inc" /* agents/claude/gitconfig includes it */
+#define UPSTREAM_CA_SECRET  "upstream-ca"
+#define UPSTREAM_CA_DIR	    "/upstream-ca"
+#define MOUNT_PREFIX	    "mount-"
+#define SSH_SOCK_VOLUME	    "ssh-sock"	 /* the relay's socket, shared with the main container */
+#define SSH_SOCK_DIR	    "/ssh-agent" /* manifests/ssh-agent-relay.yaml */
+#define SSH_AUTH_SOCK	    SSH_SOCK_DIR "/agent.sock"
 /* --aws-profiles: the agent's dummy keys (a ConfigMap: they hold no secret, so --dry-run and
  * kubectl show them), and the mitm's real ones (a Secret mounted whole, so that Kubernetes
  * updates the file when a refresh patches it). */
 #define AWS_AGENT_CONFIGMAP "agent-aws-creds"
-#define AWS_AGENT_KEY "credentials"
-#define AWS_MITM_SECRET UP_MANIFEST_AWS_SECRET
-#define AWS_MITM_KEY UP_MANIFEST_AWS_KEY
-#define AWS_MITM_DIR "/aws-creds"
+#define AWS_AGENT_KEY	    "credentials"
+#define AWS_MITM_SECRET	    UP_MANIFEST_AWS_SECRET
+#define AWS_MITM_KEY	    UP_MANIFEST_AWS_KEY
+#define AWS_MITM_DIR	    "/aws-creds"
 
 int manifests_failf(char *err, size_t len, const char *fmt, ...) _printf_(3, 4);
 

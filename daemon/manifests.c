@@ -125,7 +125,8 @@ int manifests_data_put(json_t *o, bool secret, const char *key, const char *data
 	if (v)
 		return manifests_put(json_object_get(o, "data"), key, v);
 	json_t *bin = secret ? json_object_get(o, "data") : json_object_get(o, "binaryData");
-	if (!bin && (manifests_put(o, "binaryData", json_object()) < 0 || !(bin = json_object_get(o, "binaryData"))))
+	if (!bin && (manifests_put(o, "binaryData", json_object()) < 0 ||
+		     !(bin = json_object_get(o, "binaryData"))))
 		return -ENOMEM;
 	return (v = b64(data, len)) ? manifests_put(bin, key, v) : -ENOMEM;
 }
@@ -135,7 +136,7 @@ static int env_add(json_t *env, const char *name, const char *value)
 	json_t *e;
 	size_t i;
 
-	json_array_foreach(env, i, e)
+	json_array_foreach (env, i, e)
 		if (streq(json_string_value(json_object_get(e, "name")), name))
 			return -EEXIST;
 	return manifests_push(env, json_pack("{s:s, s:s}", "name", name, "value", value));
@@ -196,7 +197,7 @@ static int render_certs(struct render *c)
 		r = manifests_data_put(o, true, "mitmproxy-ca.pem", both, both_len);
 	if (r == 0)
 		r = manifests_data_put(o, true, "mitmproxy-ca-cert.pem", c->s->ca_cert_pem,
-			     strlen(c->s->ca_cert_pem));
+				       strlen(c->s->ca_cert_pem));
 	if (r == 0)
 		r = manifests_data_put(o, true, "mitmproxy-dhparam.pem", dh, dh_len);
 	up_free_secret(both, both_len);
@@ -226,7 +227,8 @@ static int render_agent_data(struct render *c)
 		json_t *o = data_object(c, secret, v->name);
 		int r = o ? 0 : -ENOMEM;
 		for (size_t j = 0; r == 0 && j < v->n_files; j++)
-			r = manifests_data_put(o, secret, v->files[j].key, v->files[j].data, v->files[j].len);
+			r = manifests_data_put(o, secret, v->files[j].key, v->files[j].data,
+					       v->files[j].len);
 		if (r < 0)
 			return json_decref(o), r;
 		if ((r = add(c, o)) < 0)
@@ -252,7 +254,8 @@ static int render_kube_data(struct render *c)
 	for (size_t i = 0; o && r == 0 && i < x->kube->n; i++) {
 		const struct up_kube_exposed_ctx *k = &x->kube->ctx[i];
 		(void)snprintf(key, sizeof(key), "%s.pem", k->host);
-		if (k->client_pem) /* mitmproxy presents <server name>.pem (its client_certs option) */
+		if (k->client_pem) /* mitmproxy presents <server name>.pem (its client_certs option)
+				    */
 			r = manifests_data_put(o, true, key, k->client_pem, k->client_len);
 	}
 	if (!o || r < 0)
@@ -283,13 +286,16 @@ static int render_extras_data(struct render *c)
 		return r;
 	if (x && x->mitm_ca_pem && *x->mitm_ca_pem) {
 		o = data_object(c, true, UPSTREAM_CA_SECRET);
-		r = o ? manifests_data_put(o, true, "bundle.pem", x->mitm_ca_pem, strlen(x->mitm_ca_pem)) : -ENOMEM;
+		r = o ? manifests_data_put(o, true, "bundle.pem", x->mitm_ca_pem,
+					   strlen(x->mitm_ca_pem))
+		      : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
 	if (x && x->aws_creds_json && x->aws_ini) { /* §4.3: the real keys, then the dummies */
 		o = data_object(c, true, AWS_MITM_SECRET);
-		r = o ? manifests_data_put(o, true, AWS_MITM_KEY, x->aws_creds_json, strlen(x->aws_creds_json))
+		r = o ? manifests_data_put(o, true, AWS_MITM_KEY, x->aws_creds_json,
+					   strlen(x->aws_creds_json))
 		      : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
@@ -298,13 +304,15 @@ static int render_extras_data(struct render *c)
 	}
 	if (x && x->gitconfig && *x->gitconfig) {
 		o = data_object(c, true, GIT_SECRET);
-		r = o ? manifests_data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig)) : -ENOMEM;
+		r = o ? manifests_data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig))
+		      : -ENOMEM;
 		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
 	if (manifests_has_ssh(c->s)) {
 		/* The private keys for the holder pod alone; their public halves for the agent. */
-		if ((r = render_files(c, UP_MANIFEST_SSH_KEYS_SECRET, x->ssh.keys, x->ssh.n_keys)) < 0)
+		if ((r = render_files(c, UP_MANIFEST_SSH_KEYS_SECRET, x->ssh.keys, x->ssh.n_keys)) <
+		    0)
 			return r;
 		return render_files(c, UP_MANIFEST_SSH_PUB_SECRET, x->ssh.pub, x->ssh.n_pub);
 	}
@@ -322,11 +330,12 @@ static int ssh_egress(struct render *c, json_t *agent)
 		return 0;
 	if (!(to = json_array()))
 		return -ENOMEM;
-	json_array_foreach(x->ssh_cidrs, i, v)
+	json_array_foreach (x->ssh_cidrs, i, v)
 		if (manifests_push(to, json_pack("{s:{s:O}}", "ipBlock", "cidr", v)) < 0)
 			return json_decref(to), -ENOMEM;
 	return manifests_push(manifests_dig(agent, "spec.egress"),
-		    json_pack("{s:o, s:[{s:s, s:i}]}", "to", to, "ports", "protocol", "TCP", "port", 22));
+			      json_pack("{s:o, s:[{s:s, s:i}]}", "to", to, "ports", "protocol",
+					"TCP", "port", 22));
 }
 
 static int render_policies(struct render *c)
@@ -337,11 +346,13 @@ static int render_policies(struct render *c)
 	int r = 0;
 
 	if (agent && c->s->allow_dns)
-		r = manifests_push(manifests_dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
+		r = manifests_push(manifests_dig(agent, "spec.egress"),
+				   json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
 	if (agent && r == 0)
 		r = ssh_egress(c, agent);
 	if (agent && r == 0 && manifests_has_ssh(c->s))
-		r = manifests_push(manifests_dig(agent, "spec.egress"), json_deep_copy(c->m->tpl[TPL_NP_AGENT_SSH]));
+		r = manifests_push(manifests_dig(agent, "spec.egress"),
+				   json_deep_copy(c->m->tpl[TPL_NP_AGENT_SSH]));
 	if (!deny || !agent || !mitm || r < 0) {
 		json_decref(deny);
 		json_decref(agent);
@@ -371,10 +382,12 @@ static int mitm_secret(json_t *pod, const char *option, const char *secret, cons
 
 	if (r == 0)
 		r = manifests_push(json_object_get(main, "volumeMounts"),
-			 json_pack("{s:s, s:s, s:b}", "name", secret, "mountPath", dir, "readOnly", 1));
+				   json_pack("{s:s, s:s, s:b}", "name", secret, "mountPath", dir,
+					     "readOnly", 1));
 	if (r == 0)
 		r = manifests_push(manifests_dig(pod, "spec.volumes"),
-			 json_pack("{s:s, s:{s:s}}", "name", secret, "secret", "secretName", secret));
+				   json_pack("{s:s, s:{s:s}}", "name", secret, "secret",
+					     "secretName", secret));
 	return r;
 }
 
@@ -386,13 +399,14 @@ static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 	int r = 0;
 
 	if (x->mitm_ca_pem && *x->mitm_ca_pem)
-		r = mitm_secret(pod, "uplink_extra_ca=" UPSTREAM_CA_DIR "/bundle.pem", UPSTREAM_CA_SECRET,
-				UPSTREAM_CA_DIR);
+		r = mitm_secret(pod, "uplink_extra_ca=" UPSTREAM_CA_DIR "/bundle.pem",
+				UPSTREAM_CA_SECRET, UPSTREAM_CA_DIR);
 	if (r == 0 && manifests_has_kube_certs(x))
-		r = mitm_secret(pod, "client_certs=" UP_KUBE_CERTS_DIR, UP_KUBE_CERTS_SECRET, UP_KUBE_CERTS_DIR);
+		r = mitm_secret(pod, "client_certs=" UP_KUBE_CERTS_DIR, UP_KUBE_CERTS_SECRET,
+				UP_KUBE_CERTS_DIR);
 	if (r == 0 && x->aws_creds_json && x->aws_ini)
-		r = mitm_secret(pod, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY, AWS_MITM_SECRET,
-				AWS_MITM_DIR);
+		r = mitm_secret(pod, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY,
+				AWS_MITM_SECRET, AWS_MITM_DIR);
 	if (r == 0 && x->mitm_insecure)
 		r = set_option(args, "ssl_insecure=true");
 	if (r == 0 && x->mitm_debug)
@@ -422,9 +436,11 @@ static int render_mitm(struct render *c)
 	int r = pod && svc ? 0 : -ENOMEM;
 
 	if (r == 0)
-		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image", json_string(c->s->mitm_image));
+		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image",
+				  json_string(c->s->mitm_image));
 	if (r == 0 && rc && *rc)
-		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName",
+				  json_string(rc));
 	if (r == 0 && c->s->extras)
 		r = mitm_extras(c->s->extras, pod);
 	return add_pod_and_service(c, pod, svc, r);
@@ -449,13 +465,15 @@ static int render_ssh_agent(struct render *c)
 	int r = pod && svc ? 0 : -ENOMEM;
 
 	if (r == 0)
-		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image", json_string(c->s->agent_image));
+		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image",
+				  json_string(c->s->agent_image));
 	if (r == 0)
 		r = host_ids(c->s, manifests_dig(pod, "spec.securityContext"), true);
 	if (r == 0)
 		r = host_ids(c->s, manifests_dig(pod, "spec.containers.0.securityContext"), false);
 	if (r == 0 && rc && *rc)
-		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName", json_string(rc));
+		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName",
+				  json_string(rc));
 	return add_pod_and_service(c, pod, svc, r);
 }
 
@@ -463,8 +481,10 @@ static int render_ssh_agent(struct render *c)
 static int agent_ssh(struct render *c, json_t *pod)
 {
 	const struct up_ssh_keys *k = &c->s->extras->ssh;
-	json_t *spec = json_object_get(pod, "spec"), *main = manifests_dig(pod, "spec.containers.0");
-	json_t *mounts = json_object_get(main, "volumeMounts"), *vols = json_object_get(spec, "volumes");
+	json_t *spec = json_object_get(pod, "spec"),
+	       *main = manifests_dig(pod, "spec.containers.0");
+	json_t *mounts = json_object_get(main, "volumeMounts"),
+	       *vols = json_object_get(spec, "volumes");
 	json_t *relay = json_deep_copy(c->m->tpl[TPL_SSH_RELAY]);
 	char path[PATH_MAX];
 	int r = relay ? 0 : -ENOMEM;
@@ -472,21 +492,25 @@ static int agent_ssh(struct render *c, json_t *pod)
 	if (r == 0)
 		r = env_add(json_object_get(main, "env"), "SSH_AUTH_SOCK", SSH_AUTH_SOCK);
 	if (r == 0)
-		r = manifests_push(vols, json_pack("{s:s, s:{s:s}}", "name", UP_MANIFEST_SSH_PUB_SECRET, "secret",
-					 "secretName", UP_MANIFEST_SSH_PUB_SECRET));
+		r = manifests_push(vols,
+				   json_pack("{s:s, s:{s:s}}", "name", UP_MANIFEST_SSH_PUB_SECRET,
+					     "secret", "secretName", UP_MANIFEST_SSH_PUB_SECRET));
 	if (r == 0)
-		r = manifests_push(vols, json_pack("{s:s, s:{s:s, s:s}}", "name", SSH_SOCK_VOLUME, "emptyDir",
-					 "medium", "Memory", "sizeLimit", "8Mi"));
+		r = manifests_push(vols,
+				   json_pack("{s:s, s:{s:s, s:s}}", "name", SSH_SOCK_VOLUME,
+					     "emptyDir", "medium", "Memory", "sizeLimit", "8Mi"));
 	/* File by file: ~/.ssh itself stays the agent's, for known_hosts. */
 	for (size_t i = 0; r == 0 && i < k->n_pub; i++) {
-		if ((size_t)snprintf(path, sizeof(path), "%s/.ssh/%s", c->s->home, k->pub[i].name) >=
-		    sizeof(path))
+		if ((size_t)snprintf(path, sizeof(path), "%s/.ssh/%s", c->s->home,
+				     k->pub[i].name) >= sizeof(path))
 			return json_decref(relay), -ENAMETOOLONG;
-		r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", UP_MANIFEST_SSH_PUB_SECRET,
-					   "mountPath", path, "subPath", k->pub[i].name, "readOnly", 1));
+		r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name",
+						     UP_MANIFEST_SSH_PUB_SECRET, "mountPath", path,
+						     "subPath", k->pub[i].name, "readOnly", 1));
 	}
 	if (r == 0)
-		r = manifests_push(mounts, json_pack("{s:s, s:s}", "name", SSH_SOCK_VOLUME, "mountPath", SSH_SOCK_DIR));
+		r = manifests_push(mounts, json_pack("{s:s, s:s}", "name", SSH_SOCK_VOLUME,
+						     "mountPath", SSH_SOCK_DIR));
 	if (r == 0)
 		r = manifests_put(relay, "image", json_string(c->s->agent_image));
 	if (r == 0)
@@ -505,20 +529,23 @@ static int agent_env(struct render *c, json_t *env)
 	(void)snprintf(uid, sizeof(uid), "%u", (unsigned)s->uid);
 	(void)snprintf(gid, sizeof(gid), "%u", (unsigned)s->gid);
 	const struct up_env ours[] = {
-		{ "WORKDIR", s->cwd },	     { "USERNAME", s->user },	{ "UPLINK_SESSION", s->id },
-		{ "UPLINK_UID", uid },	     { "UPLINK_GID", gid },	{ "UPLINK_HOME", s->home },
-		{ "UPLINK_AGENT", s->agent }, { "UPLINK_AGENT_MODE", s->mode ? s->mode : "" },
+		{"WORKDIR", s->cwd},	    {"USERNAME", s->user},
+		{"UPLINK_SESSION", s->id},  {"UPLINK_UID", uid},
+		{"UPLINK_GID", gid},	    {"UPLINK_HOME", s->home},
+		{"UPLINK_AGENT", s->agent}, {"UPLINK_AGENT_MODE", s->mode ? s->mode : ""},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(ours); i++)
 		if ((r = env_add(env, ours[i].name, ours[i].value)) < 0)
 			return r;
-	if (manifests_has_kube(s->extras) && (r = env_add(env, "KUBECONFIG", UP_KUBE_AGENT_CONFIG)) < 0)
+	if (manifests_has_kube(s->extras) &&
+	    (r = env_add(env, "KUBECONFIG", UP_KUBE_AGENT_CONFIG)) < 0)
 		return r;
 	for (size_t i = 0; i < s->contrib.n_env; i++) {
 		r = env_add(env, s->contrib.env[i].name, s->contrib.env[i].value);
 		if (r == -EEXIST)
-			return manifests_failf(c->err, c->err_len, "agent env %s would replace uplink's own",
-				     s->contrib.env[i].name);
+			return manifests_failf(c->err, c->err_len,
+					       "agent env %s would replace uplink's own",
+					       s->contrib.env[i].name);
 		if (r < 0)
 			return r;
 	}
@@ -529,7 +556,8 @@ static json_t *volume_json(const struct up_agent_volume *v)
 {
 	switch (v->kind) {
 	case UP_AGENT_VOL_SECRET:
-		return json_pack("{s:s, s:{s:s}}", "name", v->name, "secret", "secretName", v->name);
+		return json_pack("{s:s, s:{s:s}}", "name", v->name, "secret", "secretName",
+				 v->name);
 	case UP_AGENT_VOL_CONFIGMAP:
 		return json_pack("{s:s, s:{s:s}}", "name", v->name, "configMap", "name", v->name);
 	case UP_AGENT_VOL_HOSTPATH:
@@ -553,14 +581,16 @@ static int agent_volumes(struct render *c, json_t *volumes, json_t *mounts)
 		const struct up_agent_volume *v = &c->s->contrib.volumes[i];
 		int r = manifests_push(volumes, volume_json(v));
 		if (r == 0 && v->mount_path)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", v->name, "mountPath",
-						   v->mount_path, "readOnly", v->read_only));
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", v->name,
+							     "mountPath", v->mount_path, "readOnly",
+							     v->read_only));
 		for (size_t j = 0; r == 0 && j < v->n_files; j++)
 			if (v->files[j].mount_path)
-				r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", v->name,
-							   "mountPath", v->files[j].mount_path,
-							   "subPath", v->files[j].key, "readOnly",
-							   v->read_only));
+				r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name",
+								     v->name, "mountPath",
+								     v->files[j].mount_path,
+								     "subPath", v->files[j].key,
+								     "readOnly", v->read_only));
 		if (r < 0)
 			return r;
 	}
@@ -579,38 +609,45 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 	if (!x)
 		return 0;
 	if (manifests_has_kube(x)) {
-		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP, "configMap",
-					    "name", UP_KUBE_CONFIGMAP));
+		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP,
+						      "configMap", "name", UP_KUBE_CONFIGMAP));
 		if (r == 0)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", UP_KUBE_CONFIGMAP, "mountPath",
-						   UP_KUBE_AGENT_DIR, "readOnly", 1));
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name",
+							     UP_KUBE_CONFIGMAP, "mountPath",
+							     UP_KUBE_AGENT_DIR, "readOnly", 1));
 	}
 	if (r == 0 && x->gitconfig && *x->gitconfig) {
-		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET, "secret", "secretName",
-					    GIT_SECRET));
+		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET,
+						      "secret", "secretName", GIT_SECRET));
 		if (r == 0)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", GIT_SECRET, "mountPath",
-						   GIT_INCLUDE, "subPath", GIT_KEY, "readOnly", 1));
+			r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name",
+							     GIT_SECRET, "mountPath", GIT_INCLUDE,
+							     "subPath", GIT_KEY, "readOnly", 1));
 	}
 	if (r == 0 && x->aws_creds_json && x->aws_ini) {
 		char at[4200];
 		(void)snprintf(at, sizeof(at), "%s/.aws/" AWS_AGENT_KEY, c->s->home);
-		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", AWS_AGENT_CONFIGMAP, "configMap",
-					    "name", AWS_AGENT_CONFIGMAP));
+		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", AWS_AGENT_CONFIGMAP,
+						      "configMap", "name", AWS_AGENT_CONFIGMAP));
 		if (r == 0)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name", AWS_AGENT_CONFIGMAP,
-						   "mountPath", at, "subPath", AWS_AGENT_KEY, "readOnly", 1));
+			r = manifests_push(mounts,
+					   json_pack("{s:s, s:s, s:s, s:b}", "name",
+						     AWS_AGENT_CONFIGMAP, "mountPath", at,
+						     "subPath", AWS_AGENT_KEY, "readOnly", 1));
 	}
-	json_array_foreach(x->mounts, i, v) {
+	json_array_foreach (x->mounts, i, v) {
 		const char *path = json_string_value(json_object_get(v, "path"));
 		bool dir = json_is_true(json_object_get(v, "dir"));
 		(void)snprintf(name, sizeof(name), MOUNT_PREFIX "%zu", i);
 		if (r == 0)
-			r = manifests_push(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", name, "hostPath", "path",
-						    path, "type", dir ? "Directory" : "File"));
+			r = manifests_push(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", name,
+							      "hostPath", "path", path, "type",
+							      dir ? "Directory" : "File"));
 		if (r == 0)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath", path,
-						   "readOnly", json_is_true(json_object_get(v, "read_only"))));
+			r = manifests_push(
+				mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath",
+						  path, "readOnly",
+						  json_is_true(json_object_get(v, "read_only"))));
 	}
 	return r;
 }
@@ -618,9 +655,10 @@ static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 static int agent_pod_fill(struct render *c, json_t *pod)
 {
 	const struct up_session_spec *s = c->s;
-	json_t *spec = json_object_get(pod, "spec"), *main = manifests_dig(pod, "spec.containers.0");
-	const char *rc = s->agent_runtime_class ? s->agent_runtime_class
-						: UP_AGENT_RUNTIME_CLASS_DEFAULT;
+	json_t *spec = json_object_get(pod, "spec"),
+	       *main = manifests_dig(pod, "spec.containers.0");
+	const char *rc =
+		s->agent_runtime_class ? s->agent_runtime_class : UP_AGENT_RUNTIME_CLASS_DEFAULT;
 	int r;
 
 	if ((r = agent_env(c, json_object_get(main, "env"))) < 0)
@@ -632,18 +670,22 @@ static int agent_pod_fill(struct render *c, json_t *pod)
 				json_object_get(main, "volumeMounts"))) < 0)
 		return r;
 	if (manifests_put(main, "image", json_string(s->agent_image)) < 0 ||
-	    (s->contrib.entrypoint && manifests_put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
+	    (s->contrib.entrypoint &&
+	     manifests_put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
 	    (s->contrib.command && manifests_put(main, "args", strv(s->contrib.command)) < 0) ||
 	    manifests_put(json_object_get(main, "resources"), "limits",
-		json_pack("{s:s}", "memory",
-			  s->contrib.memory_limit ? s->contrib.memory_limit
-						  : UP_AGENT_MEMORY_LIMIT_DEFAULT)) < 0 ||
-	    manifests_put(spec, "securityContext", json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
+			  json_pack("{s:s}", "memory",
+				    s->contrib.memory_limit ? s->contrib.memory_limit
+							    : UP_AGENT_MEMORY_LIMIT_DEFAULT)) < 0 ||
+	    manifests_put(spec, "securityContext",
+			  json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
 	    (*rc && manifests_put(spec, "runtimeClassName", json_string(rc)) < 0))
 		return -ENOMEM;
 	if (manifests_has_ssh(s) && (r = agent_ssh(c, pod)) < 0)
-		return r == -EEXIST ? manifests_failf(c->err, c->err_len, "agent env SSH_AUTH_SOCK would replace "
-					    "uplink's own") : r;
+		return r == -EEXIST ? manifests_failf(c->err, c->err_len,
+						      "agent env SSH_AUTH_SOCK would replace "
+						      "uplink's own")
+				    : r;
 	if (s->allow_dns) { /* back to the cluster's DNS */
 		(void)json_object_del(spec, "dnsPolicy");
 		(void)json_object_del(spec, "dnsConfig");
@@ -661,7 +703,8 @@ static int render_agent(struct render *c)
 	if ((r = add(c, pod)) < 0)
 		return r;
 	if (c->s->mitm_cluster_ip &&
-	    (r = up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len)) < 0)
+	    (r = up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len)) <
+		    0)
 		return r;
 	if (c->s->ssh_agent_cluster_ip && manifests_has_ssh(c->s))
 		return up_manifests_set_ssh_agent_ip(c->objects, c->s->ssh_agent_cluster_ip, c->err,
@@ -672,7 +715,7 @@ static int render_agent(struct render *c)
 int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
 			json_t **objects, char *err, size_t err_len)
 {
-	struct render c = { .m = tpl, .s = spec, .err = err, .err_len = err_len };
+	struct render c = {.m = tpl, .s = spec, .err = err, .err_len = err_len};
 	const char *addon = spec->addon_source ? spec->addon_source : tpl->addon;
 	int r;
 
@@ -721,15 +764,17 @@ int up_manifests_render_system(const struct up_manifests *tpl, const struct up_s
 	json_t *ns = json_deep_copy(tpl->tpl[TPL_SYS_NAMESPACE]);
 	json_t *dep = json_deep_copy(tpl->tpl[TPL_REGISTRY]);
 	json_t *svc = json_deep_copy(tpl->tpl[TPL_REGISTRY_SVC]);
-	const char *image = sys && sys->registry_image ? sys->registry_image
-						       : UP_REGISTRY_IMAGE_DEFAULT;
+	const char *image =
+		sys && sys->registry_image ? sys->registry_image : UP_REGISTRY_IMAGE_DEFAULT;
 	int r = a && ns && dep && svc ? 0 : -ENOMEM;
 
 	if (r == 0 && !*image)
 		r = manifests_failf(err, err_len, "the registry image is empty");
 	if (r == 0)
-		r = manifests_put(manifests_dig(dep, "spec.template.spec.containers.0"), "image", json_string(image));
-	if (r == 0 && (r = manifests_push(a, TAKE_PTR(ns))) == 0 && (r = manifests_push(a, TAKE_PTR(dep))) == 0)
+		r = manifests_put(manifests_dig(dep, "spec.template.spec.containers.0"), "image",
+				  json_string(image));
+	if (r == 0 && (r = manifests_push(a, TAKE_PTR(ns))) == 0 &&
+	    (r = manifests_push(a, TAKE_PTR(dep))) == 0)
 		r = manifests_push(a, TAKE_PTR(svc));
 	json_decref(ns);
 	json_decref(dep);

@@ -17,22 +17,22 @@
  *
  * Names of the objects uplinkd itself adds to a session:
  */
-#define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon" /* key filter.py; mounted by the mitm */
-#define UP_MANIFEST_RULES_SECRET "rules-json"    /* key rules.json; mitm only */
-#define UP_MANIFEST_CERTS_SECRET "mitm-certs"    /* mitmproxy's confdir; mitm only */
-#define UP_MANIFEST_AWS_SECRET "aws-sigv4-creds" /* key creds.json; mitm only */
-#define UP_MANIFEST_AWS_KEY "creds.json"
-#define UP_MANIFEST_CA_CONFIGMAP "uplink-ca"     /* key ca.crt, the certificate alone; agent */
-#define UP_MANIFEST_AGENT_CA_PATH "/etc/uplink/ca/ca.crt"
+#define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon"      /* key filter.py; mounted by the mitm */
+#define UP_MANIFEST_RULES_SECRET    "rules-json"      /* key rules.json; mitm only */
+#define UP_MANIFEST_CERTS_SECRET    "mitm-certs"      /* mitmproxy's confdir; mitm only */
+#define UP_MANIFEST_AWS_SECRET	    "aws-sigv4-creds" /* key creds.json; mitm only */
+#define UP_MANIFEST_AWS_KEY	    "creds.json"
+#define UP_MANIFEST_CA_CONFIGMAP    "uplink-ca" /* key ca.crt, the certificate alone; agent */
+#define UP_MANIFEST_AGENT_CA_PATH   "/etc/uplink/ca/ca.crt"
 /* --ssh-key-dir (reference §8.2): the holder Pod and Service, also the agent's hostAliases name */
-#define UP_MANIFEST_SSH_AGENT "ssh-agent"
+#define UP_MANIFEST_SSH_AGENT	    "ssh-agent"
 #define UP_MANIFEST_SSH_KEYS_SECRET "ssh-agent-keys" /* the private keys; the holder pod only */
-#define UP_MANIFEST_SSH_PUB_SECRET "ssh-pub"         /* <key>.pub, config, certificates; agent */
+#define UP_MANIFEST_SSH_PUB_SECRET  "ssh-pub"	     /* <key>.pub, config, certificates; agent */
 
 #define UP_AGENT_RUNTIME_CLASS_DEFAULT "kata-clh"
-#define UP_AGENT_MEMORY_LIMIT_DEFAULT "4Gi"
-#define UP_REGISTRY_IMAGE_DEFAULT "registry:2"
-#define UP_SYSTEM_NAMESPACE "agent-uplink-system"
+#define UP_AGENT_MEMORY_LIMIT_DEFAULT  "4Gi"
+#define UP_REGISTRY_IMAGE_DEFAULT      "registry:2"
+#define UP_SYSTEM_NAMESPACE	       "agent-uplink-system"
 
 struct up_manifests;
 
@@ -55,8 +55,9 @@ const char *up_manifests_agent_no_proxy(const struct up_manifests *m);
 /*
  * Renders a session: `*objects` becomes a new array, in apply order: the Namespace first,
  * then ConfigMaps and Secrets, NetworkPolicies, the mitm Pod and Service, with SSH keys the
- * ssh-agent holder Pod and Service, and the agent Pod last. A spec that does not hold up (a bad id, a relative cwd, a clash of names) is refused
- * with -EINVAL and a sentence in `err` naming the field.
+ * ssh-agent holder Pod and Service, and the agent Pod last. A spec that does not hold up (a bad id,
+ * a relative cwd, a clash of names) is refused with -EINVAL and a sentence in `err` naming the
+ * field.
  */
 int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
 			json_t **objects, char *err, size_t err_len) _wur_;

@@ -16,9 +16,9 @@
 #include "log.h"
 #include "notify-private.h"
 
-#define NAME "org.freedesktop.Notifications"
-#define PATH "/org/freedesktop/Notifications"
-#define IFACE "org.freedesktop.Notifications"
+#define NAME		"org.freedesktop.Notifications"
+#define PATH		"/org/freedesktop/Notifications"
+#define IFACE		"org.freedesktop.Notifications"
 #define ACTION_SHOW_LOG "show-log"
 
 struct shown {
@@ -31,11 +31,11 @@ struct dbus_state {
 	sd_bus *bus;
 	uv_poll_t poll;
 	uv_timer_t timer;
-	unsigned handles;   /* libuv handles not yet closed */
+	unsigned handles; /* libuv handles not yet closed */
 	bool polling, dead;
 	bool actions, markup; /* the server's capabilities */
 	bool absent_said;
-	bool caps_known;      /* until then notifications wait in `queue` */
+	bool caps_known; /* until then notifications wait in `queue` */
 	struct pending *queue, **queue_tail;
 	size_t queued;
 	struct shown shown[UP_MAX_NOTIFY_ACTIONS]; /* a ring of notifications with "Show log" */
@@ -45,7 +45,7 @@ struct dbus_state {
 /* A notification waiting for the server's capabilities, or a Notify in flight. */
 struct pending {
 	struct dbus_state *b;
-	struct pending *next;   /* dbus_state::queue */
+	struct pending *next;	    /* dbus_state::queue */
 	struct up_notification msg; /* its strings are the copies below */
 	char *summary, *body, *icon;
 	char session[64];
@@ -160,9 +160,9 @@ static void open_log(struct dbus_state *b, const char *session)
 {
 	const char *term = getenv("TERMINAL");
 	char e[] = "-e", up[] = "uplink", logs[] = "logs", sid[64];
-	char *args[] = { NULL, e, up, logs, sid, NULL };
-	uv_stdio_container_t stdio[3] = { { .flags = UV_IGNORE }, { .flags = UV_IGNORE },
-					  { .flags = UV_IGNORE } };
+	char *args[] = {NULL, e, up, logs, sid, NULL};
+	uv_stdio_container_t stdio[3] = {
+		{.flags = UV_IGNORE}, {.flags = UV_IGNORE}, {.flags = UV_IGNORE}};
 	struct term *t;
 	int r;
 
@@ -175,12 +175,16 @@ static void open_log(struct dbus_state *b, const char *session)
 	args[0] = (char *)term;
 	t->proc.data = t;
 	r = uv_spawn(b->n->loop, &t->proc,
-		     &(uv_process_options_t){ .file = term, .args = args, .exit_cb = on_term_exit,
-					      .flags = UV_PROCESS_DETACHED, .stdio_count = 3,
-					      .stdio = stdio });
+		     &(uv_process_options_t){.file = term,
+					     .args = args,
+					     .exit_cb = on_term_exit,
+					     .flags = UV_PROCESS_DETACHED,
+					     .stdio_count = 3,
+					     .stdio = stdio});
 	if (r < 0) {
-		log_warning_errno(r, "Cannot run $TERMINAL (%s) to show the log of session %s, ignoring",
-				  term, session);
+		log_warning_errno(
+			r, "Cannot run $TERMINAL (%s) to show the log of session %s, ignoring",
+			term, session);
 		uv_close((uv_handle_t *)&t->proc, on_term_closed);
 		return;
 	}
@@ -214,7 +218,7 @@ static int on_closed(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return 0;
 	for (size_t i = 0; i < ELEMENTSOF(b->shown); i++)
 		if (b->shown[i].id == id)
-			b->shown[i] = (struct shown){ 0 };
+			b->shown[i] = (struct shown){0};
 	return 0;
 }
 
@@ -242,7 +246,6 @@ static int on_caps(sd_bus_message *m, void *ud, sd_bus_error *err)
 	flush_queue(b, false); /* inside sd_bus_process(): the outer loop sends them */
 	return 0;
 }
-
 
 static int on_notified(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
@@ -273,8 +276,11 @@ static char *body_text(const struct dbus_state *b, const char *body)
 	if (!out)
 		return NULL;
 	for (const char *p = body; *p; p++) {
-		const char *esc = !b->markup ? NULL : *p == '&' ? "&amp;" : *p == '<' ? "&lt;"
-								   : *p == '>' ? "&gt;" : NULL;
+		const char *esc = !b->markup  ? NULL
+				  : *p == '&' ? "&amp;"
+				  : *p == '<' ? "&lt;"
+				  : *p == '>' ? "&gt;"
+					      : NULL;
 		if (esc) {
 			memcpy(out + o, esc, strlen(esc));
 			o += strlen(esc);
@@ -368,7 +374,8 @@ static struct pending *pending_new(struct dbus_state *b, const struct up_notific
 	pd->summary = strdup(msg->summary);
 	pd->body = strdup(msg->body);
 	pd->icon = strdup(msg->icon ? msg->icon : "");
-	(void)snprintf(pd->session, sizeof(pd->session), "%s", msg->session_id ? msg->session_id : "");
+	(void)snprintf(pd->session, sizeof(pd->session), "%s",
+		       msg->session_id ? msg->session_id : "");
 	if (!pd->summary || !pd->body || !pd->icon) {
 		pending_free(pd);
 		return NULL;
@@ -440,7 +447,8 @@ static int subscribe(struct dbus_state *b)
 		r = sd_bus_match_signal_async(b->bus, NULL, NULL, PATH, IFACE, "NotificationClosed",
 					      on_closed, NULL, b);
 	if (r >= 0)
-		r = sd_bus_message_new_method_call(b->bus, &m, NAME, PATH, IFACE, "GetCapabilities");
+		r = sd_bus_message_new_method_call(b->bus, &m, NAME, PATH, IFACE,
+						   "GetCapabilities");
 	if (r >= 0)
 		r = sd_bus_call_async(b->bus, NULL, m, on_caps, b,
 				      (uint64_t)UP_NOTIFY_CALL_TIMEOUT_MS * 1000u);
@@ -474,7 +482,8 @@ static int dbus_open(struct up_notifier *n)
 	if (r < 0) {
 		(void)sd_bus_close_unref(bus);
 		free(b);
-		return log_warning_errno(r, "Cannot watch the user D-Bus: notifications go to the log");
+		return log_warning_errno(
+			r, "Cannot watch the user D-Bus: notifications go to the log");
 	}
 	(void)uv_timer_init(n->loop, &b->timer);
 	b->poll.data = b->timer.data = b;

@@ -27,8 +27,8 @@ static void log_send(struct up_notifier *n, const struct up_notification *msg)
 		}
 	}
 	body[o] = '\0';
-	log_msg(msg->urgency == UP_NOTIFY_CRITICAL ? LOG_WARNING : LOG_NOTICE, "Notification: %s: %s",
-		msg->summary, body);
+	log_msg(msg->urgency == UP_NOTIFY_CRITICAL ? LOG_WARNING : LOG_NOTICE,
+		"Notification: %s: %s", msg->summary, body);
 }
 
 const struct up_notifier_impl up_notifier_log = {

@@ -13,8 +13,8 @@
 #include "log.h"
 #include "notify-private.h"
 
-#define ICON_OK "dialog-information"
-#define ICON_WARN "dialog-warning"
+#define ICON_OK	   "dialog-information"
+#define ICON_WARN  "dialog-warning"
 #define ICON_ERROR "dialog-error"
 
 /* ---- the denied-request limiter ---- */
@@ -89,8 +89,8 @@ static void format_duration(const json_t *session, int64_t now_s, char *buf, siz
 	json_t *ended = json_object_get(session, "ended_at");
 	int64_t end = json_is_integer(ended) ? (int64_t)json_integer_value(ended) : now_s;
 
-	if (!json_is_integer(created) || up_duration_format(end - (int64_t)json_integer_value(created),
-							    buf, len) < 0)
+	if (!json_is_integer(created) ||
+	    up_duration_format(end - (int64_t)json_integer_value(created), buf, len) < 0)
 		(void)snprintf(buf, len, "an unknown time");
 }
 
@@ -98,18 +98,20 @@ int up_notify_format_ended(const json_t *session, int64_t now_s, uint64_t denied
 			   size_t summary_len, char *body, size_t body_len,
 			   enum up_notify_urgency *urgency)
 {
-	const char *state = str_or(session, "state", ""), *agent = str_or(session, "agent", "agent");
+	const char *state = str_or(session, "state", ""),
+		   *agent = str_or(session, "agent", "agent");
 	const char *id = str_or(session, "id", "?"), *cwd = str_or(session, "cwd", "?");
 	const char *reason = str_or(session, "reason", NULL);
-	json_t *code = json_object_get(session, "exit_code"), *d = json_object_get(session, "denied");
+	json_t *code = json_object_get(session, "exit_code"),
+	       *d = json_object_get(session, "denied");
 	char dur[UP_DURATION_FORMAT_MAX], what[1200], den[96] = "";
 
 	if (json_is_integer(d))
 		denied = (uint64_t)json_integer_value(d);
 	format_duration(session, now_s, dur, sizeof(dur));
 	if (denied > 0)
-		(void)snprintf(den, sizeof(den), "\n%llu request%s denied.", (unsigned long long)denied,
-			       denied == 1 ? " was" : "s were");
+		(void)snprintf(den, sizeof(den), "\n%llu request%s denied.",
+			       (unsigned long long)denied, denied == 1 ? " was" : "s were");
 	*urgency = UP_NOTIFY_NORMAL;
 	if (streq(state, "EXITED")) {
 		(void)snprintf(summary, summary_len, "%s finished", agent);
@@ -140,8 +142,9 @@ void up_notify_format_denied(const char *id, const char *what, uint64_t count, c
 	if (count <= 1)
 		(void)snprintf(body, len, "Session %s: a request was denied: %s", id, what);
 	else
-		(void)snprintf(body, len, "Session %s: %llu requests were denied in the last "
-					  "minute; the latest: %s",
+		(void)snprintf(body, len,
+			       "Session %s: %llu requests were denied in the last "
+			       "minute; the latest: %s",
 			       id, (unsigned long long)count, what);
 }
 
@@ -214,10 +217,13 @@ void up_notify_session_ended(struct up_notifier *n, json_t *session)
 					up_notify_limiter_total(&n->denied, id), summary,
 					sizeof(summary), body, sizeof(body), &urgency) == 0) {
 		send_one(n, &(struct up_notification){
-				    .summary = summary, .body = body, .urgency = urgency,
+				    .summary = summary,
+				    .body = body,
+				    .urgency = urgency,
 				    .icon = urgency == UP_NOTIFY_CRITICAL ? ICON_ERROR : ICON_OK,
 				    .timeout_ms = urgency == UP_NOTIFY_CRITICAL ? 0 : -1,
-				    .session_id = id, .show_log = *id != '\0' });
+				    .session_id = id,
+				    .show_log = *id != '\0'});
 		up_notify_limiter_forget(&n->denied, id);
 	}
 	json_decref(session);
@@ -236,18 +242,23 @@ void up_notify_session_expiring(struct up_notifier *n, json_t *session, const ch
 		(void)snprintf(in, sizeof(in), "soon");
 	(void)snprintf(summary, sizeof(summary), "%s session stops in %s", agent, in);
 	if (idle)
-		(void)snprintf(body, sizeof(body),
-			       "Session %s in %s has been detached and idle; it reaches its idle limit "
-			       "(--idle-timeout) in %s and is then stopped. Attach to keep it: uplink "
-			       "attach %s",
-			       id, str_or(session, "cwd", "?"), in, id);
+		(void)snprintf(
+			body, sizeof(body),
+			"Session %s in %s has been detached and idle; it reaches its idle limit "
+			"(--idle-timeout) in %s and is then stopped. Attach to keep it: uplink "
+			"attach %s",
+			id, str_or(session, "cwd", "?"), in, id);
 	else
-		(void)snprintf(body, sizeof(body),
-			       "Session %s in %s reaches its lifetime limit (--ttl) in %s and is then "
-			       "stopped.",
-			       id, str_or(session, "cwd", "?"), in);
-	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_WARN,
-					       .urgency = UP_NOTIFY_NORMAL, .timeout_ms = 0 });
+		(void)snprintf(
+			body, sizeof(body),
+			"Session %s in %s reaches its lifetime limit (--ttl) in %s and is then "
+			"stopped.",
+			id, str_or(session, "cwd", "?"), in);
+	send_one(n, &(struct up_notification){.summary = summary,
+					      .body = body,
+					      .icon = ICON_WARN,
+					      .urgency = UP_NOTIFY_NORMAL,
+					      .timeout_ms = 0});
 done:
 	json_decref(session);
 }
@@ -263,8 +274,11 @@ void up_notify_credential_failed(struct up_notifier *n, const char *agent, const
 		       agent ? agent : "agent");
 	(void)snprintf(body, sizeof(body), "%s%s%s%s", session_id ? "Session " : "",
 		       session_id ? session_id : "", session_id ? ": " : "", why ? why : "");
-	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_ERROR,
-					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
+	send_one(n, &(struct up_notification){.summary = summary,
+					      .body = body,
+					      .icon = ICON_ERROR,
+					      .urgency = UP_NOTIFY_CRITICAL,
+					      .timeout_ms = 0});
 }
 
 void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const char *session_id,
@@ -276,11 +290,16 @@ void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const c
 		return;
 	(void)snprintf(summary, sizeof(summary), "%s credentials are no longer renewed",
 		       agent ? agent : "agent");
-	(void)snprintf(body, sizeof(body), "Session %s: uplinkd restarted and cannot renew its %s; "
-		       "they stop working when they expire. Start a new session to have them renewed.",
-		       session_id ? session_id : "?", what ? what : "credentials");
-	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_ERROR,
-					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
+	(void)snprintf(
+		body, sizeof(body),
+		"Session %s: uplinkd restarted and cannot renew its %s; "
+		"they stop working when they expire. Start a new session to have them renewed.",
+		session_id ? session_id : "?", what ? what : "credentials");
+	send_one(n, &(struct up_notification){.summary = summary,
+					      .body = body,
+					      .icon = ICON_ERROR,
+					      .urgency = UP_NOTIFY_CRITICAL,
+					      .timeout_ms = 0});
 }
 
 void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
@@ -290,12 +309,18 @@ void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *se
 
 	if (!n)
 		return;
-	(void)snprintf(summary, sizeof(summary), "%s: pod %s is down", agent ? agent : "agent", pod);
-	(void)snprintf(body, sizeof(body), "Session %s: %s; %s. Kubernetes restarts it; if it stays "
-		       "down, see kubectl -n agent-uplink-%s describe pod %s.", session_id ? session_id : "?",
-		       why ? why : "not ready", fails ? fails : "", session_id ? session_id : "?", pod);
-	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_ERROR,
-					       .urgency = UP_NOTIFY_CRITICAL, .timeout_ms = 0 });
+	(void)snprintf(summary, sizeof(summary), "%s: pod %s is down", agent ? agent : "agent",
+		       pod);
+	(void)snprintf(body, sizeof(body),
+		       "Session %s: %s; %s. Kubernetes restarts it; if it stays "
+		       "down, see kubectl -n agent-uplink-%s describe pod %s.",
+		       session_id ? session_id : "?", why ? why : "not ready", fails ? fails : "",
+		       session_id ? session_id : "?", pod);
+	send_one(n, &(struct up_notification){.summary = summary,
+					      .body = body,
+					      .icon = ICON_ERROR,
+					      .urgency = UP_NOTIFY_CRITICAL,
+					      .timeout_ms = 0});
 }
 
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what)
@@ -308,7 +333,10 @@ bool up_notify_denied(struct up_notifier *n, const char *session_id, const char 
 		return false;
 	(void)snprintf(summary, sizeof(summary), "Requests denied in session %s", session_id);
 	up_notify_format_denied(session_id, what ? what : "?", count, body, sizeof(body));
-	send_one(n, &(struct up_notification){ .summary = summary, .body = body, .icon = ICON_WARN,
-					       .urgency = UP_NOTIFY_NORMAL, .timeout_ms = -1 });
+	send_one(n, &(struct up_notification){.summary = summary,
+					      .body = body,
+					      .icon = ICON_WARN,
+					      .urgency = UP_NOTIFY_NORMAL,
+					      .timeout_ms = -1});
 	return true;
 }

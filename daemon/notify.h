@@ -33,7 +33,7 @@ struct up_notification {
 	const char *body;
 	const char *icon;
 	enum up_notify_urgency urgency;
-	int32_t timeout_ms;     /* -1: the server's default; 0: until dismissed */
+	int32_t timeout_ms;	/* -1: the server's default; 0: until dismissed */
 	const char *session_id; /* with show_log: "Show log" opens `uplink logs ID` */
 	bool show_log;
 };
@@ -49,8 +49,8 @@ struct up_notifier_impl {
 extern const struct up_notifier_impl up_notifier_dbus;
 extern const struct up_notifier_impl up_notifier_log;
 
-#define UP_NOTIFY_ENV "UPLINK_NOTIFICATIONS"  /* "0": off */
-#define UP_NOTIFIER_ENV "UPLINK_NOTIFIER"     /* "dbus" (the default) or "log" */
+#define UP_NOTIFY_ENV	"UPLINK_NOTIFICATIONS" /* "0": off */
+#define UP_NOTIFIER_ENV "UPLINK_NOTIFIER"      /* "dbus" (the default) or "log" */
 
 /* Creates the notifier (NULL in *ret when turned off). Fails only for -ENOMEM. */
 int up_notifier_new(uv_loop_t *loop, struct up_notifier **ret) _wur_;
@@ -90,7 +90,7 @@ bool up_notify_denied(struct up_notifier *n, const char *session_id, const char 
 /* Per-session denied counts and the once-a-minute limit on their notifications. */
 struct up_notify_limiter_entry {
 	char id[64];
-	uint64_t total;   /* denied since the session was first seen */
+	uint64_t total;	  /* denied since the session was first seen */
 	uint64_t unsent;  /* denied since the last notification */
 	uint64_t last_ms; /* when the last notification went out */
 	bool sent;

@@ -19,7 +19,7 @@
 #include "secret-store.h"
 
 #define KEYRING_OPEN "{{keyring:"
-#define EXEC_OPEN "{{exec:"
+#define EXEC_OPEN    "{{exec:"
 
 /*
  * What the proxy refuses in a header value: control characters other than tab, and
@@ -51,7 +51,7 @@ static int add_seg(struct up_ph_template *t, enum up_ph_kind kind, const char *a
 		return -ENOMEM;
 	t->segs = s;
 	s = &s[t->n++];
-	*s = (struct up_ph_segment){ .kind = kind, .a = strndup(a, alen) };
+	*s = (struct up_ph_segment){.kind = kind, .a = strndup(a, alen)};
 	if (b)
 		s->b = strndup(b, blen);
 	if (!s->a || (b && !s->b))
@@ -68,7 +68,8 @@ static int parse_keyring(struct up_ph_template *t, const char **p, char *why, si
 
 	if (slen == 0 || svc[slen] != ':' || (ulen = strcspn(user, "}")) == 0 ||
 	    !startswith(user + ulen, "}}")) {
-		(void)snprintf(why, why_len, "malformed keyring placeholder; write {{keyring:SERVICE:USER}}");
+		(void)snprintf(why, why_len,
+			       "malformed keyring placeholder; write {{keyring:SERVICE:USER}}");
 		return -EINVAL;
 	}
 	*p = user + ulen + 2;
@@ -96,14 +97,15 @@ int up_ph_parse(const char *value, struct up_ph_template *t, char *why, size_t w
 	const char *p = value;
 	int r = 0;
 
-	*t = (struct up_ph_template){ 0 };
+	*t = (struct up_ph_template){0};
 	while (*p && r >= 0) {
 		const char *k = strstr(p, KEYRING_OPEN), *e = strstr(p, EXEC_OPEN);
 		const char *next = !k ? e : !e ? k : k < e ? k : e;
 		size_t lit = next ? (size_t)(next - p) : strlen(p);
 
 		if (has_ctl(p, lit)) {
-			(void)snprintf(why, why_len, "a header value cannot hold a line break, another "
+			(void)snprintf(why, why_len,
+				       "a header value cannot hold a line break, another "
 				       "control character, or a character outside Latin-1");
 			r = -EINVAL;
 			break;
@@ -128,7 +130,7 @@ void up_ph_template_done(struct up_ph_template *t)
 		free(t->segs[i].b);
 	}
 	free(t->segs);
-	*t = (struct up_ph_template){ 0 };
+	*t = (struct up_ph_template){0};
 }
 
 /* Resolution. */
@@ -143,11 +145,11 @@ struct up_resolve {
 	void *userdata;
 	size_t rule, header, seg;
 	struct up_ph_template t; /* of the current header */
-	char *buf;               /* the current header's value so far: a secret */
+	char *buf;		 /* the current header's value so far: a secret */
 	size_t len;
 	struct exec_run *exec; /* the child being run, if any */
-	bool busy;      /* a worker or a child is out */
-	bool cancelled; /* nobody waits: free when the worker or child is back */
+	bool busy;	       /* a worker or a child is out */
+	bool cancelled;	       /* nobody waits: free when the worker or child is back */
 };
 
 static void wipe_buf(struct up_resolve *j)
@@ -242,14 +244,16 @@ static void keyring_report(struct up_resolve *j, struct keyring_work *k)
 		fail(j, UP_ERR_SECRET_NOT_FOUND,
 		     "keyring entry not found: service='%s' username='%s'; create it with: "
 		     "keyring set '%s' '%s'  (or: secret-tool store --label=uplink service '%s' "
-		     "username '%s')", s, u, s, u, s, u);
+		     "username '%s')",
+		     s, u, s, u, s, u);
 	else if (k->r == -EACCES)
 		fail(j, UP_ERR_KEYRING_LOCKED,
 		     "the keyring holding service='%s' username='%s' is locked; unlock it (log in "
-		     "to the desktop session, or run: gnome-keyring-daemon --unlock) and retry", s, u);
+		     "to the desktop session, or run: gnome-keyring-daemon --unlock) and retry",
+		     s, u);
 	else
-		fail(j, UP_ERR_PREREQ_MISSING, "cannot read keyring entry service='%s' username='%s': %s",
-		     s, u, k->why);
+		fail(j, UP_ERR_PREREQ_MISSING,
+		     "cannot read keyring entry service='%s' username='%s': %s", s, u, k->why);
 }
 
 static void keyring_after(uv_work_t *w, int status)
@@ -280,12 +284,13 @@ static void keyring_start(struct up_resolve *j, const struct up_ph_segment *s)
 		fail(j, UP_ERR_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	*k = (struct keyring_work){ .job = j, .store = j->o.store, .service = s->a, .user = s->b };
+	*k = (struct keyring_work){.job = j, .store = j->o.store, .service = s->a, .user = s->b};
 	k->w.data = k;
 	r = uv_queue_work(j->loop, &k->w, keyring_run, keyring_after);
 	if (r < 0) {
 		free(k);
-		fail(j, UP_ERR_INTERNAL_ERROR, "cannot queue the keyring look-up: %s", uv_strerror(r));
+		fail(j, UP_ERR_INTERNAL_ERROR, "cannot queue the keyring look-up: %s",
+		     uv_strerror(r));
 		return;
 	}
 	j->busy = true;
@@ -317,14 +322,17 @@ static void advance(struct up_resolve *j)
 			j->header++; /* a literal credential (a kube token): never scanned */
 			continue;
 		}
-		if (!j->t.segs && j->seg == 0 && up_ph_parse(h->value, &j->t, why, sizeof(why)) < 0) {
+		if (!j->t.segs && j->seg == 0 &&
+		    up_ph_parse(h->value, &j->t, why, sizeof(why)) < 0) {
 			fail(j, UP_ERR_RULES_INVALID, "%s", why);
 			return;
 		}
 		if (j->seg >= j->t.n) {
 			if (has_ctl(j->buf ? j->buf : "", j->len)) {
-				fail(j, UP_ERR_RULES_INVALID, "the resolved value holds a line break, another "
-				     "control character, or a character outside Latin-1; a header value "
+				fail(j, UP_ERR_RULES_INVALID,
+				     "the resolved value holds a line break, another "
+				     "control character, or a character outside Latin-1; a header "
+				     "value "
 				     "is one line of Latin-1 text");
 				return;
 			}
@@ -360,12 +368,12 @@ struct exec_run {
 	uv_process_t proc;
 	uv_pipe_t out, err;
 	uv_timer_t timer;
-	int handles;       /* open handles; the run is freed when the last one closes */
+	int handles; /* open handles; the run is freed when the last one closes */
 	bool out_open, err_open, exited, closing;
 	bool timed_out, overflow;
 	int64_t status;
 	int term_signal;
-	char *obuf;        /* stdout: the secret */
+	char *obuf; /* stdout: the secret */
 	size_t olen;
 	char ebuf[UP_EXEC_STDERR_MAX + 1];
 	size_t elen;
@@ -383,8 +391,9 @@ static void exec_report(struct up_resolve *j, struct exec_run *x)
 		fail(j, UP_ERR_EXEC_FAILED, "exec placeholder printed more than %d bytes: '%s'",
 		     UP_EXEC_OUTPUT_MAX, x->cmd);
 	else if (x->term_signal)
-		fail(j, UP_ERR_EXEC_FAILED, "exec placeholder failed (killed by signal %d): '%s'%s%s",
-		     x->term_signal, x->cmd, x->elen ? ": " : "", x->ebuf);
+		fail(j, UP_ERR_EXEC_FAILED,
+		     "exec placeholder failed (killed by signal %d): '%s'%s%s", x->term_signal,
+		     x->cmd, x->elen ? ": " : "", x->ebuf);
 	else if (x->status != 0)
 		fail(j, UP_ERR_EXEC_FAILED, "exec placeholder failed (exit %lld): '%s'%s%s",
 		     (long long)x->status, x->cmd, x->elen ? ": " : "", x->ebuf);
@@ -394,9 +403,11 @@ static void exec_report(struct up_resolve *j, struct exec_run *x)
 		while (end > start && isspace((unsigned char)b[end - 1]))
 			end--;
 		if (has_ctl(b + start, end - start))
-			fail(j, UP_ERR_EXEC_FAILED, "exec placeholder printed a line break, another "
-						    "control character, or a character outside Latin-1 inside "
-						    "its output: '%s'", x->cmd);
+			fail(j, UP_ERR_EXEC_FAILED,
+			     "exec placeholder printed a line break, another "
+			     "control character, or a character outside Latin-1 inside "
+			     "its output: '%s'",
+			     x->cmd);
 		else if (append(j, b + start, end - start))
 			advance(j);
 	}
@@ -496,7 +507,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		x->ebuf[x->elen] = '\0';
 		return;
 	}
-	if (x->olen + (size_t)n > UP_EXEC_OUTPUT_MAX || !(nb = realloc(x->obuf, x->olen + (size_t)n + 1))) {
+	if (x->olen + (size_t)n > UP_EXEC_OUTPUT_MAX ||
+	    !(nb = realloc(x->obuf, x->olen + (size_t)n + 1))) {
 		x->overflow = true;
 		exec_abort(x);
 		return;
@@ -509,11 +521,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 
 static int exec_spawn(struct up_resolve *j, struct exec_run *x)
 {
-	char *args[] = { "/bin/sh", "-c", (char *)x->cmd, NULL };
+	char *args[] = {"/bin/sh", "-c", (char *)x->cmd, NULL};
 	uv_stdio_container_t stdio[3] = {
-		{ .flags = UV_IGNORE },
-		{ .flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&x->out },
-		{ .flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&x->err },
+		{.flags = UV_IGNORE},
+		{.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&x->out},
+		{.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&x->err},
 	};
 	uv_process_options_t o = {
 		.exit_cb = on_exit_cb,
@@ -559,7 +571,8 @@ static void exec_start(struct up_resolve *j, const char *cmd)
 		/* The three handles close, then the run reports: it never ran. */
 		x->exited = true;
 		x->status = 127;
-		(void)snprintf(x->ebuf, sizeof(x->ebuf), "cannot start /bin/sh: %s", uv_strerror(r));
+		(void)snprintf(x->ebuf, sizeof(x->ebuf), "cannot start /bin/sh: %s",
+			       uv_strerror(r));
 		x->elen = strlen(x->ebuf);
 		close_pipe(&x->out, &x->out_open);
 		close_pipe(&x->err, &x->err_open);
@@ -588,8 +601,10 @@ static int check_exec(struct up_resolve *j)
 			up_ph_template_done(&t);
 			if (has_exec && !j->o.allow_exec) {
 				fail(j, UP_ERR_EXEC_NOT_ALLOWED,
-				     "uses an {{exec:...}} placeholder, and commands from rules run only "
-				     "when you allow them: re-run with --allow-exec if you trust this rule");
+				     "uses an {{exec:...}} placeholder, and commands from rules "
+				     "run only "
+				     "when you allow them: re-run with --allow-exec if you trust "
+				     "this rule");
 				return -EPERM;
 			}
 		}
@@ -605,7 +620,8 @@ int up_resolve_start(uv_loop_t *loop, struct up_ruleset *rs, const struct up_res
 
 	if (!j)
 		return -ENOMEM;
-	*j = (struct up_resolve){ .loop = loop, .rs = rs, .o = *o, .done = done, .userdata = userdata };
+	*j = (struct up_resolve){
+		.loop = loop, .rs = rs, .o = *o, .done = done, .userdata = userdata};
 	if (!j->o.exec_timeout_ms)
 		j->o.exec_timeout_ms = UP_EXEC_TIMEOUT_MS;
 	if (!j->o.store)
@@ -625,7 +641,8 @@ void up_resolve_cancel(struct up_resolve *j)
 		job_free(j);
 		return;
 	}
-	/* A keyring worker cannot be stopped: it finishes, then frees the job. A child is killed. */
+	/* A keyring worker cannot be stopped: it finishes, then frees the job. A child is killed.
+	 */
 	j->cancelled = true;
 	if (j->exec)
 		exec_abort(j->exec);

@@ -60,7 +60,7 @@ static bool drain(struct sink s[2], int timeout_ms)
 
 		for (size_t i = 0; i < 2; i++)
 			if (s[i].fd >= 0)
-				pfd[n++] = (struct pollfd){ .fd = s[i].fd, .events = POLLIN };
+				pfd[n++] = (struct pollfd){.fd = s[i].fd, .events = POLLIN};
 		if (waited >= timeout_ms || (r = poll(pfd, n, timeout_ms - waited)) == 0)
 			return false;
 		if (r < 0 && errno == EINTR)
@@ -109,8 +109,8 @@ static int spawn(struct up_run *run, int out_w, int err_w, int fd3, pid_t *pid)
 
 int up_run(struct up_run *run)
 {
-	struct sink s[2] = { { -1, run->out, run->out_len, 0 }, { -1, run->err, run->err_len, 0 } };
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, fd3 = -1, r = 0;
+	struct sink s[2] = {{-1, run->out, run->out_len, 0}, {-1, run->err, run->err_len, 0}};
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, fd3 = -1, r = 0;
 	bool done;
 	pid_t pid;
 
@@ -152,8 +152,12 @@ int up_run(struct up_run *run)
 int up_run_capture(char *const argv[], int timeout_ms, bool with_stderr, char *out, size_t len,
 		   int *status)
 {
-	struct up_run run = { .argv = argv, .timeout_ms = timeout_ms, .fd3 = -1, .out = out,
-			      .out_len = len, .err_to_out = with_stderr };
+	struct up_run run = {.argv = argv,
+			     .timeout_ms = timeout_ms,
+			     .fd3 = -1,
+			     .out = out,
+			     .out_len = len,
+			     .err_to_out = with_stderr};
 	int r = up_run(&run);
 
 	*status = run.status;

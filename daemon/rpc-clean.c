@@ -20,32 +20,35 @@
 #include "session-private.h"
 #include "store.h"
 
-#define OWNER_LABEL "uplink.dev/owner"
+#define OWNER_LABEL   "uplink.dev/owner"
 #define CLEAN_POLL_MS 200
 
 const struct up_param up_clean_params[] = {
-	{ "ids", UP_PARAM_STRV, offsetof(struct up_clean_params, ids), UP_PARAM_NULLABLE, NULL },
-	{ "older_than", UP_PARAM_STRING, offsetof(struct up_clean_params, older_than), UP_PARAM_NULLABLE, NULL },
-	{ "deploy_context", UP_PARAM_STRING, offsetof(struct up_clean_params, deploy_context), UP_PARAM_NULLABLE, NULL },
-	{ "all", UP_PARAM_BOOL, offsetof(struct up_clean_params, all), 0, NULL },
-	{ "dry_run", UP_PARAM_BOOL, offsetof(struct up_clean_params, dry_run), 0, NULL },
-	{ "wait", UP_PARAM_BOOL, offsetof(struct up_clean_params, wait), 0, NULL },
-	{ 0 },
+	{"ids", UP_PARAM_STRV, offsetof(struct up_clean_params, ids), UP_PARAM_NULLABLE, NULL},
+	{"older_than", UP_PARAM_STRING, offsetof(struct up_clean_params, older_than),
+	 UP_PARAM_NULLABLE, NULL},
+	{"deploy_context", UP_PARAM_STRING, offsetof(struct up_clean_params, deploy_context),
+	 UP_PARAM_NULLABLE, NULL},
+	{"all", UP_PARAM_BOOL, offsetof(struct up_clean_params, all), 0, NULL},
+	{"dry_run", UP_PARAM_BOOL, offsetof(struct up_clean_params, dry_run), 0, NULL},
+	{"wait", UP_PARAM_BOOL, offsetof(struct up_clean_params, wait), 0, NULL},
+	{0},
 };
 
 const struct up_param up_logs_params[] = {
-	{ "id", UP_PARAM_STRING, offsetof(struct up_logs_params, id), UP_PARAM_MANDATORY, NULL },
-	{ "follow", UP_PARAM_BOOL, offsetof(struct up_logs_params, follow), 0, NULL },
-	{ "denied_only", UP_PARAM_BOOL, offsetof(struct up_logs_params, denied_only), 0, NULL },
-	{ 0 },
+	{"id", UP_PARAM_STRING, offsetof(struct up_logs_params, id), UP_PARAM_MANDATORY, NULL},
+	{"follow", UP_PARAM_BOOL, offsetof(struct up_logs_params, follow), 0, NULL},
+	{"denied_only", UP_PARAM_BOOL, offsetof(struct up_logs_params, denied_only), 0, NULL},
+	{0},
 };
 
 /* ---- what clean may delete ---- */
 
 static int64_t created_at(json_t *ns)
 {
-	const char *ts = json_string_value(json_object_get(json_object_get(ns, "metadata"), "creationTimestamp"));
-	struct tm tm = { 0 };
+	const char *ts = json_string_value(
+		json_object_get(json_object_get(ns, "metadata"), "creationTimestamp"));
+	struct tm tm = {0};
 	const char *end;
 
 	if (!ts || !(end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)))
@@ -56,17 +59,20 @@ static int64_t created_at(json_t *ns)
 /* {id, namespace, age, phase, foreign, state?}: one namespace (or starting session). */
 static json_t *candidate(struct up_session *s, json_t *ns, const char *name, int64_t now)
 {
-	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
 	int64_t born = s && s->record ? up_record_created_at(s->record) : created_at(ns);
 	json_t *c;
 
 	if (!ns)
 		phase = up_session_state_to_name(s->state);
 	c = json_pack("{s:s, s:s, s:I, s:s, s:b}", "id", name + strlen(UP_SESSION_NS_PREFIX),
-		      "namespace", name, "age", (json_int_t)(born > 0 && born <= now ? now - born : 0),
-		      "phase", phase ? phase : "Unknown", "foreign", !s);
+		      "namespace", name, "age",
+		      (json_int_t)(born > 0 && born <= now ? now - born : 0), "phase",
+		      phase ? phase : "Unknown", "foreign", !s);
 	if (c && s)
-		(void)json_object_set_new(c, "state", json_string(up_session_state_to_name(s->state)));
+		(void)json_object_set_new(c, "state",
+					  json_string(up_session_state_to_name(s->state)));
 	return c;
 }
 
@@ -78,14 +84,17 @@ static json_t *candidates(struct up_sessions *all, struct up_cluster *c, bool an
 	struct up_list *pos, *tmp;
 	const char *key;
 
-	json_object_foreach(cache, key, ns) {
-		const char *name = json_string_value(json_object_get(json_object_get(ns, "metadata"), "name"));
-		if (!name || strncmp(name, UP_SESSION_NS_PREFIX, strlen(UP_SESSION_NS_PREFIX)) != 0 ||
+	json_object_foreach (cache, key, ns) {
+		const char *name =
+			json_string_value(json_object_get(json_object_get(ns, "metadata"), "name"));
+		if (!name ||
+		    strncmp(name, UP_SESSION_NS_PREFIX, strlen(UP_SESSION_NS_PREFIX)) != 0 ||
 		    !strcmp(name, UP_SYSTEM_NAMESPACE) || !name[strlen(UP_SESSION_NS_PREFIX)])
 			continue;
-		(void)json_object_set_new(out, name, candidate(up_sessions_find(all, name), ns, name, now));
+		(void)json_object_set_new(out, name,
+					  candidate(up_sessions_find(all, name), ns, name, now));
 	}
-	up_list_for_each_safe(pos, tmp, &all->sessions) {
+	up_list_for_each_safe (pos, tmp, &all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
 		if (up_session_state_is_terminal(s->state) || json_object_get(out, s->ns) ||
 		    (s->cluster != c && !any_cluster))
@@ -101,9 +110,12 @@ static int check_selectors(const struct up_clean_params *p, uint64_t *older, cha
 	char err[256];
 
 	if (n == 0)
-		return snprintf(why, len, "clean needs SESSION id(s), --all, or --older-than"), -EINVAL;
+		return snprintf(why, len, "clean needs SESSION id(s), --all, or --older-than"),
+		       -EINVAL;
 	if (n > 1)
-		return snprintf(why, len, "clean takes exactly one of SESSION id(s), --all, or --older-than"), -EINVAL;
+		return snprintf(why, len,
+				"clean takes exactly one of SESSION id(s), --all, or --older-than"),
+		       -EINVAL;
 	if (p->older_than && up_duration_parse(p->older_than, older, err, sizeof(err)) < 0)
 		return snprintf(why, len, "--older-than: %s", err), -EINVAL;
 	return 0;
@@ -118,15 +130,17 @@ static void select_targets(const struct up_clean_params *p, uint64_t older, json
 	size_t i;
 
 	if (json_array_size(p->ids) == 0) {
-		json_object_foreach(cands, key, c)
-			if (p->all || (uint64_t)json_integer_value(json_object_get(c, "age")) >= older)
+		json_object_foreach (cands, key, c)
+			if (p->all ||
+			    (uint64_t)json_integer_value(json_object_get(c, "age")) >= older)
 				(void)json_array_append(targets, c);
 	}
-	json_array_foreach(p->ids, i, v) {
+	json_array_foreach (p->ids, i, v) {
 		const char *t = json_string_value(v);
 		bool hit = false;
-		json_object_foreach(cands, key, c)
-			if (!strcmp(t, key) || !strcmp(t, json_string_value(json_object_get(c, "id")))) {
+		json_object_foreach (cands, key, c)
+			if (!strcmp(t, key) ||
+			    !strcmp(t, json_string_value(json_object_get(c, "id")))) {
 				hit = true;
 				if (!json_object_get(c, "picked")) {
 					(void)json_object_set_new(c, "picked", json_true());
@@ -136,13 +150,14 @@ static void select_targets(const struct up_clean_params *p, uint64_t older, json
 		if (!hit)
 			(void)json_array_append_new(unmatched, json_string(t));
 	}
-	json_array_foreach(targets, i, c)
+	json_array_foreach (targets, i, c)
 		(void)json_object_del(c, "picked");
 	/* Oldest first, as 0.4.1 lists them: a few entries, a simple insertion sort. */
 	for (i = 1; i < json_array_size(targets); i++)
 		for (size_t j = i; j > 0; j--) {
 			json_t *a = json_array_get(targets, j - 1), *b = json_array_get(targets, j);
-			if (json_integer_value(json_object_get(a, "age")) >= json_integer_value(json_object_get(b, "age")))
+			if (json_integer_value(json_object_get(a, "age")) >=
+			    json_integer_value(json_object_get(b, "age")))
 				break;
 			json_incref(a);
 			(void)json_array_set(targets, j - 1, b);
@@ -162,7 +177,7 @@ struct clean_job {
 	struct up_request *req;
 	struct up_sessions *all;
 	struct up_cluster *cluster;
-	json_t *result; /* {targets, unmatched, errors, waiting} */
+	json_t *result;		  /* {targets, unmatched, errors, waiting} */
 	struct clean_call *calls; /* one per target */
 	size_t ncalls;
 	unsigned pending;
@@ -206,7 +221,7 @@ static json_t *still_there(struct clean_job *j)
 	json_t *left = json_array(), *t;
 	size_t i;
 
-	json_array_foreach(json_object_get(j->result, "targets"), i, t) {
+	json_array_foreach (json_object_get(j->result, "targets"), i, t) {
 		const char *ns = json_string_value(json_object_get(t, "namespace"));
 		struct up_session *s = up_sessions_find(j->all, ns);
 		if ((w && up_kube_watch_get(w, NULL, ns)) || (s && s->state == UP_SESSION_TEARDOWN))
@@ -247,7 +262,8 @@ static void on_deleted(const struct up_kube_error *err, json_t *obj, void *ud)
 	(void)obj;
 	cc->call = NULL;
 	if (err)
-		(void)json_array_append_new(json_object_get(j->result, "errors"), json_string(err->message));
+		(void)json_array_append_new(json_object_get(j->result, "errors"),
+					    json_string(err->message));
 	if (--j->pending == 0)
 		deletes_done(j);
 }
@@ -281,8 +297,9 @@ static void delete_foreign(struct clean_job *j, struct up_kube *k, const char *n
 	if (r < 0) {
 		j->pending--;
 		j->calls[i].call = NULL;
-		(void)json_array_append_new(json_object_get(j->result, "errors"),
-					    json_sprintf("cannot delete namespace %s: %s", ns, strerror(-r)));
+		(void)json_array_append_new(
+			json_object_get(j->result, "errors"),
+			json_sprintf("cannot delete namespace %s: %s", ns, strerror(-r)));
 		return;
 	}
 	log_info("Deleting namespace %s (foreign) as uplink clean asked", ns);
@@ -295,7 +312,7 @@ static void run_clean(struct clean_job *j)
 	size_t i;
 
 	j->pending = 1; /* held until every delete is sent: a quick answer must not end the job */
-	json_array_foreach(targets, i, t) {
+	json_array_foreach (targets, i, t) {
 		const char *ns = json_string_value(json_object_get(t, "namespace"));
 		struct up_session *s = up_sessions_find(j->all, ns);
 		if (s) {
@@ -325,15 +342,17 @@ int up_rpc_session_clean(struct up_request *req, void *params, void *userdata)
 	}
 	if (!c || !up_cluster_namespaces(c) || !up_kube_watch_synced(up_cluster_namespaces(c))) {
 		up_request_error(req, UP_ERR_CLUSTER_UNREACHABLE,
-				 "the deploy cluster's namespaces are not known yet (uplink status says why); "
+				 "the deploy cluster's namespaces are not known yet (uplink status "
+				 "says why); "
 				 "try again once it is ready");
 		return 0;
 	}
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	*j = (struct clean_job){ .all = all, .cluster = c, .wait = p->wait };
-	j->result = json_pack("{s:[], s:[], s:[], s:[]}", "targets", "unmatched", "errors", "waiting");
+	*j = (struct clean_job){.all = all, .cluster = c, .wait = p->wait};
+	j->result =
+		json_pack("{s:[], s:[], s:[], s:[]}", "targets", "unmatched", "errors", "waiting");
 	cands = candidates(all, c, json_array_size(p->ids) > 0);
 	if (j->result && cands)
 		select_targets(p, older, cands, json_object_get(j->result, "targets"),
@@ -368,7 +387,7 @@ struct logs_job {
 	bool follow, denied, history_sent, ended;
 	struct up_audit_read *rd;
 	struct up_audit_sub *sub;
-	json_t *early;       /* [[index, event]...]: live lines that came before the history */
+	json_t *early;	     /* [[index, event]...]: live lines that came before the history */
 	uint64_t next_index; /* the first index not sent yet */
 	json_int_t sent;
 };
@@ -399,8 +418,9 @@ static void send_event(struct logs_job *j, json_t *ev, uint64_t index)
 	if (!ev || (j->denied && !up_audit_event_denied(ev)) || !j->req || !j->req->conn)
 		return;
 	j->sent++;
-	(void)up_conn_notify(j->req->conn, "audit.event",
-			     json_pack("{s:s, s:I, s:O}", "id", j->id, "index", (json_int_t)index, "event", ev));
+	(void)up_conn_notify(
+		j->req->conn, "audit.event",
+		json_pack("{s:s, s:I, s:O}", "id", j->id, "index", (json_int_t)index, "event", ev));
 }
 
 static void on_live(json_t *event, uint64_t index, void *ud)
@@ -410,7 +430,8 @@ static void on_live(json_t *event, uint64_t index, void *ud)
 	if (j->history_sent)
 		send_event(j, event, index);
 	else if (json_array_size(j->early) < UP_MAX_INFLIGHT_PER_CONN * 1024)
-		(void)json_array_append_new(j->early, json_pack("[I, O]", (json_int_t)index, event));
+		(void)json_array_append_new(j->early,
+					    json_pack("[I, O]", (json_int_t)index, event));
 }
 
 static void on_live_end(void *ud)
@@ -433,18 +454,20 @@ static void on_history(int r, json_t *lines, uint64_t first, uint64_t total, voi
 	if (r < 0) {
 		struct up_request *req = j->req;
 		j->req = NULL;
-		up_request_errorf(req, UP_ERR_INTERNAL_ERROR, "cannot read the audit log of session %s: %s",
-				  j->id, strerror(-r));
+		up_request_errorf(req, UP_ERR_INTERNAL_ERROR,
+				  "cannot read the audit log of session %s: %s", j->id,
+				  strerror(-r));
 		logs_job_free(j);
 		return;
 	}
 	j->next_index = first;
-	json_array_foreach(lines, i, ev)
+	json_array_foreach (lines, i, ev)
 		send_event(j, json_is_object(ev) ? ev : NULL, first + i);
 	if (j->next_index < total)
 		j->next_index = total;
-	json_array_foreach(j->early, i, ev)
-		send_event(j, json_array_get(ev, 1), (uint64_t)json_integer_value(json_array_get(ev, 0)));
+	json_array_foreach (j->early, i, ev)
+		send_event(j, json_array_get(ev, 1),
+			   (uint64_t)json_integer_value(json_array_get(ev, 0)));
 	json_array_clear(j->early);
 	j->history_sent = true;
 	if (!j->sub || j->ended)
@@ -469,9 +492,11 @@ int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
 	int r;
 
 	if (!s) {
-		up_request_errorf(req, UP_ERR_SESSION_NOT_FOUND,
-				  "no session '%s' (uplink list --all shows them; ids are 12 hex digits "
-				  "or the namespace name)", p->id);
+		up_request_errorf(
+			req, UP_ERR_SESSION_NOT_FOUND,
+			"no session '%s' (uplink list --all shows them; ids are 12 hex digits "
+			"or the namespace name)",
+			p->id);
 		return 0;
 	}
 	if (up_session_audit_path(s, path, sizeof(path)) < 0)

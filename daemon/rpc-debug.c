@@ -25,31 +25,34 @@ struct notify_params {
 
 static int check_kind(const char *name, json_t *v, void *field, char *why, size_t why_len)
 {
-	static const char *const kinds[] = { "exited", "failed", "stopped", "expiring",
-					     "credential", "denied" };
+	static const char *const kinds[] = {"exited",	"failed",     "stopped",
+					    "expiring", "credential", "denied"};
 
 	(void)field;
 	for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
 		if (streq(json_string_value(v), kinds[i]))
 			return 0;
-	(void)snprintf(why, why_len, "%s must be one of exited, failed, stopped, expiring, "
-				     "credential, denied", name);
+	(void)snprintf(why, why_len,
+		       "%s must be one of exited, failed, stopped, expiring, "
+		       "credential, denied",
+		       name);
 	return -EINVAL;
 }
 
 static const struct up_param notify_params[] = {
-	{ "kind", UP_PARAM_STRING, offsetof(struct notify_params, kind), UP_PARAM_MANDATORY, check_kind },
-	{ "id", UP_PARAM_STRING, offsetof(struct notify_params, id), 0, NULL },
-	{ "agent", UP_PARAM_STRING, offsetof(struct notify_params, agent), 0, NULL },
-	{ "cwd", UP_PARAM_STRING, offsetof(struct notify_params, cwd), 0, NULL },
-	{ "reason", UP_PARAM_STRING, offsetof(struct notify_params, reason), 0, NULL },
-	{ "what", UP_PARAM_STRING, offsetof(struct notify_params, what), 0, NULL },
-	{ "limit", UP_PARAM_STRING, offsetof(struct notify_params, limit), 0, NULL },
-	{ "exit_code", UP_PARAM_INT, offsetof(struct notify_params, exit_code), 0, NULL },
-	{ "duration", UP_PARAM_INT, offsetof(struct notify_params, duration), 0, NULL },
-	{ "denied", UP_PARAM_INT, offsetof(struct notify_params, denied), 0, NULL },
-	{ "in", UP_PARAM_INT, offsetof(struct notify_params, in), 0, NULL },
-	{ 0 },
+	{"kind", UP_PARAM_STRING, offsetof(struct notify_params, kind), UP_PARAM_MANDATORY,
+	 check_kind},
+	{"id", UP_PARAM_STRING, offsetof(struct notify_params, id), 0, NULL},
+	{"agent", UP_PARAM_STRING, offsetof(struct notify_params, agent), 0, NULL},
+	{"cwd", UP_PARAM_STRING, offsetof(struct notify_params, cwd), 0, NULL},
+	{"reason", UP_PARAM_STRING, offsetof(struct notify_params, reason), 0, NULL},
+	{"what", UP_PARAM_STRING, offsetof(struct notify_params, what), 0, NULL},
+	{"limit", UP_PARAM_STRING, offsetof(struct notify_params, limit), 0, NULL},
+	{"exit_code", UP_PARAM_INT, offsetof(struct notify_params, exit_code), 0, NULL},
+	{"duration", UP_PARAM_INT, offsetof(struct notify_params, duration), 0, NULL},
+	{"denied", UP_PARAM_INT, offsetof(struct notify_params, denied), 0, NULL},
+	{"in", UP_PARAM_INT, offsetof(struct notify_params, in), 0, NULL},
+	{0},
 };
 
 /* A session as up_session_describe() shows it, made up from the params. */
@@ -93,8 +96,8 @@ static int rpc_notify(struct up_request *req, void *params, void *userdata)
 		sent = up_notify_denied(n, p->id ? p->id : "0123456789ab",
 					p->what ? p->what : "GET evil.example/");
 	}
-	up_request_reply(req, json_pack("{s:b, s:s}", "sent", n && sent, "backend",
-					up_notifier_backend(n)));
+	up_request_reply(
+		req, json_pack("{s:b, s:s}", "sent", n && sent, "backend", up_notifier_backend(n)));
 	return 0;
 }
 
@@ -112,15 +115,15 @@ static int check_ms(const char *name, json_t *v, void *field, char *why, size_t 
 }
 
 static const struct up_param block_params[] = {
-	{ "ms", UP_PARAM_INT, offsetof(struct block_params, ms), UP_PARAM_MANDATORY, check_ms },
-	{ 0 },
+	{"ms", UP_PARAM_INT, offsetof(struct block_params, ms), UP_PARAM_MANDATORY, check_ms},
+	{0},
 };
 
 /* Blocks the loop on purpose: nothing else runs, the watchdog pings included. */
 static int rpc_block(struct up_request *req, void *params, void *userdata)
 {
 	struct block_params *p = params;
-	struct timespec ts = { .tv_sec = p->ms / 1000, .tv_nsec = (p->ms % 1000) * 1000000 };
+	struct timespec ts = {.tv_sec = p->ms / 1000, .tv_nsec = (p->ms % 1000) * 1000000};
 
 	(void)userdata;
 	log_warning("debug.block: blocking the loop for %lld ms", (long long)p->ms);
@@ -131,9 +134,9 @@ static int rpc_block(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method debug_methods[] = {
-	{ "debug.notify", notify_params, sizeof(struct notify_params), rpc_notify, 0 },
-	{ "debug.block", block_params, sizeof(struct block_params), rpc_block, 0 },
-	{ 0 },
+	{"debug.notify", notify_params, sizeof(struct notify_params), rpc_notify, 0},
+	{"debug.block", block_params, sizeof(struct block_params), rpc_block, 0},
+	{0},
 };
 
 int up_rpc_debug_register(struct up_rpc *rpc, struct up_manager *m)

@@ -41,18 +41,23 @@ struct doctor_params {
 };
 
 static const struct up_param doctor_params[] = {
-	{ "deploy_context", UP_PARAM_STRING, offsetof(struct doctor_params, deploy_context), UP_PARAM_NULLABLE, NULL },
-	{ "kubeconfig", UP_PARAM_STRING, offsetof(struct doctor_params, kubeconfig), UP_PARAM_NULLABLE, NULL },
-	{ "runtime_class", UP_PARAM_STRING, offsetof(struct doctor_params, runtime_class), UP_PARAM_NULLABLE, NULL },
-	{ "client_version", UP_PARAM_STRING, offsetof(struct doctor_params, client_version), UP_PARAM_NULLABLE, NULL },
-	{ 0 },
+	{"deploy_context", UP_PARAM_STRING, offsetof(struct doctor_params, deploy_context),
+	 UP_PARAM_NULLABLE, NULL},
+	{"kubeconfig", UP_PARAM_STRING, offsetof(struct doctor_params, kubeconfig),
+	 UP_PARAM_NULLABLE, NULL},
+	{"runtime_class", UP_PARAM_STRING, offsetof(struct doctor_params, runtime_class),
+	 UP_PARAM_NULLABLE, NULL},
+	{"client_version", UP_PARAM_STRING, offsetof(struct doctor_params, client_version),
+	 UP_PARAM_NULLABLE, NULL},
+	{0},
 };
 
 /* ---- local checks, run on a worker thread: they read files, spawn and block on D-Bus ---- */
 
 #define K3S_REGISTRIES "/etc/rancher/k3s/registries.yaml"
 #define REGISTRIES_ENV "UPLINK_K3S_REGISTRIES" /* another path, checked whatever the server */
-#define REGISTRIES_YAML "mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
+#define REGISTRIES_YAML \
+	"mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
 
 struct local_check {
 	const char *name, *status;
@@ -62,7 +67,8 @@ struct local_check {
 
 struct local {
 	char server[512]; /* the deploy cluster's API server, "" if unknown */
-	struct local_check kubectl, docker, docker_daemon, optional, registries, secrets, notifications;
+	struct local_check kubectl, docker, docker_daemon, optional, registries, secrets,
+		notifications;
 };
 
 static void set(struct local_check *c, const char *status, const char *fix, const char *fmt, ...)
@@ -103,13 +109,16 @@ static void check_tools(struct local *l)
 		set(&l->kubectl, "fail",
 		    "install kubectl (sudo apt install kubernetes-client, or "
 		    "https://kubernetes.io/docs/tasks/tools/) into a folder on PATH",
-		    "kubectl is not on PATH (%s); uplink attach runs it", getenv("PATH") ? getenv("PATH") : "unset");
+		    "kubectl is not on PATH (%s); uplink attach runs it",
+		    getenv("PATH") ? getenv("PATH") : "unset");
 	if (find_in_path("docker", path, sizeof(path)))
 		set(&l->docker, "ok", NULL, "%s", path);
 	else
 		set(&l->docker, "fail",
-		    "sudo apt install docker.io && sudo usermod -aG docker $USER (then log in again)",
-		    "docker is not on PATH (%s); agent images are built with it", getenv("PATH") ? getenv("PATH") : "unset");
+		    "sudo apt install docker.io && sudo usermod -aG docker $USER (then log in "
+		    "again)",
+		    "docker is not on PATH (%s); agent images are built with it",
+		    getenv("PATH") ? getenv("PATH") : "unset");
 }
 
 /* What only some flags need: each missing one is said with the flag it serves. */
@@ -118,9 +127,9 @@ static void check_optional_tools(struct local *l)
 	static const struct {
 		const char *tool, *serves, *package;
 	} tools[] = {
-		{ "git", "your git identity in the agent", "git" },
-		{ "ssh-keygen", "--ssh-key-dir", "openssh-client" },
-		{ "aws", "--aws-profiles", "awscli" },
+		{"git", "your git identity in the agent", "git"},
+		{"ssh-keygen", "--ssh-key-dir", "openssh-client"},
+		{"aws", "--aws-profiles", "awscli"},
 	};
 	char path[PATH_MAX], found[512] = "", missing[512] = "", fix[256] = "";
 	size_t nf = 0, nm = 0, nx = 0;
@@ -128,8 +137,8 @@ static void check_optional_tools(struct local *l)
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
 		bool ok = find_in_path(tools[i].tool, path, sizeof(path));
 		if (ok)
-			nf += (size_t)snprintf(found + nf, sizeof(found) - nf, "%s%s", nf ? ", " : "",
-					       tools[i].tool);
+			nf += (size_t)snprintf(found + nf, sizeof(found) - nf, "%s%s",
+					       nf ? ", " : "", tools[i].tool);
 		else {
 			nm += (size_t)snprintf(missing + nm, sizeof(missing) - nm, "%s%s (for %s)",
 					       nm ? ", " : "", tools[i].tool, tools[i].serves);
@@ -143,8 +152,9 @@ static void check_optional_tools(struct local *l)
 	if (!missing[0])
 		set(&l->optional, "ok", NULL, "%s", found);
 	else
-		set(&l->optional, "warn", NULL, "not on uplinkd's PATH: %s; the rest works without %s",
-		    missing, nm && strchr(missing, ',') ? "them" : "it");
+		set(&l->optional, "warn", NULL,
+		    "not on uplinkd's PATH: %s; the rest works without %s", missing,
+		    nm && strchr(missing, ',') ? "them" : "it");
 	if (missing[0])
 		(void)snprintf(l->optional.fix, sizeof(l->optional.fix),
 			       "sudo apt install %s (needed only for what is named above)", fix);
@@ -152,8 +162,9 @@ static void check_optional_tools(struct local *l)
 
 static void check_docker_daemon(struct local *l)
 {
-	char fmt[] = "{{.Server.Version}}", docker[] = "docker", version[] = "version", f[] = "--format";
-	char *argv[] = { docker, version, f, fmt, NULL };
+	char fmt[] = "{{.Server.Version}}", docker[] = "docker", version[] = "version",
+	     f[] = "--format";
+	char *argv[] = {docker, version, f, fmt, NULL};
 	const char *host = getenv("DOCKER_HOST");
 	char out[UP_DOCTOR_OUTPUT_MAX], fix[600];
 	char *line = out;
@@ -164,12 +175,15 @@ static void check_docker_daemon(struct local *l)
 		return;
 	}
 	if (host && *host)
-		(void)snprintf(fix, sizeof(fix), "start the Docker daemon that DOCKER_HOST names (%s), "
-						 "or unset DOCKER_HOST", host);
+		(void)snprintf(fix, sizeof(fix),
+			       "start the Docker daemon that DOCKER_HOST names (%s), "
+			       "or unset DOCKER_HOST",
+			       host);
 	else
-		(void)snprintf(fix, sizeof(fix), "start the Docker daemon (sudo systemctl enable --now "
-						 "docker) and let your user use it (sudo usermod -aG "
-						 "docker $USER, then log in again)");
+		(void)snprintf(fix, sizeof(fix),
+			       "start the Docker daemon (sudo systemctl enable --now "
+			       "docker) and let your user use it (sudo usermod -aG "
+			       "docker $USER, then log in again)");
 	r = up_run_capture(argv, UP_DOCTOR_EXEC_TIMEOUT_MS, true, out, sizeof(out), &status);
 	/* The first line that says something: with --format, docker prints an empty one first. */
 	line += strspn(line, " \t\r\n");
@@ -203,16 +217,21 @@ static void check_registries(struct local *l)
 	int r;
 
 	if (!(forced && *forced) && !local_k3s(l->server)) {
-		set(&l->registries, "skip", NULL, "skipped: the deploy cluster is not a local k3s (%s)",
+		set(&l->registries, "skip", NULL,
+		    "skipped: the deploy cluster is not a local k3s (%s)",
 		    l->server[0] ? l->server : "unknown");
 		return;
 	}
-	(void)snprintf(fix, sizeof(fix), "write this to %s, then restart k3s (sudo systemctl restart "
-					 "k3s):\n%s", path, REGISTRIES_YAML);
+	(void)snprintf(fix, sizeof(fix),
+		       "write this to %s, then restart k3s (sudo systemctl restart "
+		       "k3s):\n%s",
+		       path, REGISTRIES_YAML);
 	r = up_read_file(path, UP_MAX_YAML_SIZE, &text, &n);
 	if (r == -ENOENT) {
-		set(&l->registries, "fail", fix, "%s does not exist: the local k3s cannot pull agent "
-						 "images from localhost:5000", path);
+		set(&l->registries, "fail", fix,
+		    "%s does not exist: the local k3s cannot pull agent "
+		    "images from localhost:5000",
+		    path);
 		return;
 	}
 	if (r < 0) {
@@ -226,8 +245,10 @@ static void check_registries(struct local *l)
 	if (json_object_get(json_object_get(doc, "mirrors"), "localhost:5000"))
 		set(&l->registries, "ok", NULL, "%s has a mirror for localhost:5000", path);
 	else
-		set(&l->registries, "fail", fix, "%s has no mirror for localhost:5000: the local k3s "
-						 "cannot pull agent images", path);
+		set(&l->registries, "fail", fix,
+		    "%s has no mirror for localhost:5000: the local k3s "
+		    "cannot pull agent images",
+		    path);
 	json_decref(doc);
 }
 
@@ -254,7 +275,8 @@ static bool activatable(sd_bus *bus, const char *name)
 	bool found = false;
 
 	if (sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-			       "org.freedesktop.DBus", "ListActivatableNames", NULL, &reply, "") >= 0 &&
+			       "org.freedesktop.DBus", "ListActivatableNames", NULL, &reply,
+			       "") >= 0 &&
 	    sd_bus_message_read_strv(reply, &names) >= 0)
 		for (char **p = names; *p; p++) {
 			found |= streq(*p, name);
@@ -265,8 +287,9 @@ static bool activatable(sd_bus *bus, const char *name)
 	return found;
 }
 
-#define SECRETS_UNLOCK "log in to your desktop session (it unlocks the login keyring), or run: " \
-		       "echo -n YOUR_PASSWORD | gnome-keyring-daemon --replace --unlock --components=secrets"
+#define SECRETS_UNLOCK                                                            \
+	"log in to your desktop session (it unlocks the login keyring), or run: " \
+	"echo -n YOUR_PASSWORD | gnome-keyring-daemon --replace --unlock --components=secrets"
 
 static void check_secrets(struct local *l, sd_bus *bus)
 {
@@ -283,28 +306,34 @@ static void check_secrets(struct local *l, sd_bus *bus)
 	r = dbus_bool_call(bus, "NameHasOwner", "org.freedesktop.secrets");
 	if (r <= 0) {
 		bool act = r == 0 && activatable(bus, "org.freedesktop.secrets");
-		set(&l->secrets, "warn", act ? SECRETS_UNLOCK : "sudo apt install gnome-keyring, then " SECRETS_UNLOCK,
+		set(&l->secrets, "warn",
+		    act ? SECRETS_UNLOCK : "sudo apt install gnome-keyring, then " SECRETS_UNLOCK,
 		    act ? "the Secret Service is not running; D-Bus would start it locked, so "
 			  "{{keyring:...}} rules would fail"
-			: "no Secret Service on the user bus: {{keyring:...}} rules cannot be resolved");
+			: "no Secret Service on the user bus: {{keyring:...}} rules cannot be "
+			  "resolved");
 		return;
 	}
 	r = sd_bus_call_method(bus, "org.freedesktop.secrets", "/org/freedesktop/secrets",
-			       "org.freedesktop.Secret.Service", "ReadAlias", &e, &reply, "s", "default");
+			       "org.freedesktop.Secret.Service", "ReadAlias", &e, &reply, "s",
+			       "default");
 	if (r >= 0)
 		r = sd_bus_message_read(reply, "o", &coll);
 	if (r >= 0 && streq(coll, "/")) {
-		set(&l->secrets, "warn", SECRETS_UNLOCK, "the Secret Service has no default collection");
+		set(&l->secrets, "warn", SECRETS_UNLOCK,
+		    "the Secret Service has no default collection");
 	} else if (r >= 0) {
 		r = sd_bus_get_property_trivial(bus, "org.freedesktop.secrets", coll,
-						"org.freedesktop.Secret.Collection", "Locked", &e, 'b',
-						&locked);
+						"org.freedesktop.Secret.Collection", "Locked", &e,
+						'b', &locked);
 		if (r >= 0 && locked)
-			set(&l->secrets, "warn", SECRETS_UNLOCK, "the default collection (%s) is locked: "
-								  "{{keyring:...}} rules would fail", coll);
-		else if (r >= 0)
-			set(&l->secrets, "ok", NULL, "reachable; the default collection (%s) is unlocked",
+			set(&l->secrets, "warn", SECRETS_UNLOCK,
+			    "the default collection (%s) is locked: "
+			    "{{keyring:...}} rules would fail",
 			    coll);
+		else if (r >= 0)
+			set(&l->secrets, "ok", NULL,
+			    "reachable; the default collection (%s) is unlocked", coll);
 	}
 	if (r < 0)
 		set(&l->secrets, "warn", SECRETS_UNLOCK, "the Secret Service does not answer: %s",
@@ -313,8 +342,9 @@ static void check_secrets(struct local *l, sd_bus *bus)
 	(void)sd_bus_message_unref(reply);
 }
 
-#define NOTIFY_FIX "run a notification server in your desktop session (your desktop's own, or " \
-		   "dunst or mako: sudo apt install dunst)"
+#define NOTIFY_FIX                                                                   \
+	"run a notification server in your desktop session (your desktop's own, or " \
+	"dunst or mako: sudo apt install dunst)"
 
 static void check_notification_server(struct local *l, sd_bus *bus)
 {
@@ -325,7 +355,8 @@ static void check_notification_server(struct local *l, sd_bus *bus)
 	int r;
 
 	if (off && (streq(off, "0") || streq(off, "false") || streq(off, "no"))) {
-		set(&l->notifications, "skip", NULL, "skipped: turned off (%s=%s)", UP_NOTIFY_ENV, off);
+		set(&l->notifications, "skip", NULL, "skipped: turned off (%s=%s)", UP_NOTIFY_ENV,
+		    off);
 		return;
 	}
 	r = dbus_bool_call(bus, "NameHasOwner", "org.freedesktop.Notifications");
@@ -338,14 +369,16 @@ static void check_notification_server(struct local *l, sd_bus *bus)
 		    "no notification server on the user bus: notifications go to uplinkd's log");
 		return;
 	}
-	r = sd_bus_call_method(bus, "org.freedesktop.Notifications", "/org/freedesktop/Notifications",
-			       "org.freedesktop.Notifications", "GetServerInformation", &e, &reply, "");
+	r = sd_bus_call_method(bus, "org.freedesktop.Notifications",
+			       "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+			       "GetServerInformation", &e, &reply, "");
 	if (r >= 0)
 		r = sd_bus_message_read(reply, "ssss", &name, &vendor, &version, &spec);
 	if (r >= 0)
 		set(&l->notifications, "ok", NULL, "%s %s (%s)", name, version, vendor);
 	else
-		set(&l->notifications, "warn", NOTIFY_FIX, "the notification server does not answer: %s",
+		set(&l->notifications, "warn", NOTIFY_FIX,
+		    "the notification server does not answer: %s",
 		    e.message ? e.message : strerror(-r));
 	sd_bus_error_free(&e);
 	(void)sd_bus_message_unref(reply);
@@ -358,13 +391,18 @@ static void check_user_bus(struct local *l)
 
 	r = sd_bus_open_user(&bus);
 	if (r < 0) {
-		static const char fix[] = "run uplinkd inside your desktop session, where "
-					  "DBUS_SESSION_BUS_ADDRESS (or $XDG_RUNTIME_DIR/bus) leads "
-					  "to the user bus";
-		set(&l->secrets, "warn", fix, "no user D-Bus (%s): {{keyring:...}} rules cannot be "
-					      "resolved", strerror(-r));
-		set(&l->notifications, "warn", fix, "no user D-Bus (%s): notifications go to uplinkd's "
-						    "log", strerror(-r));
+		static const char fix[] =
+			"run uplinkd inside your desktop session, where "
+			"DBUS_SESSION_BUS_ADDRESS (or $XDG_RUNTIME_DIR/bus) leads "
+			"to the user bus";
+		set(&l->secrets, "warn", fix,
+		    "no user D-Bus (%s): {{keyring:...}} rules cannot be "
+		    "resolved",
+		    strerror(-r));
+		set(&l->notifications, "warn", fix,
+		    "no user D-Bus (%s): notifications go to uplinkd's "
+		    "log",
+		    strerror(-r));
 		return;
 	}
 	(void)sd_bus_set_method_call_timeout(bus, (uint64_t)UP_DOCTOR_DBUS_TIMEOUT_MS * 1000u);
@@ -416,9 +454,9 @@ static void add(struct doctor *d, const char *name, const char *status, const ch
 	va_start(ap, fmt);
 	(void)vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	(void)json_array_append_new(d->checks, json_pack("{s:s, s:s, s:s, s:s?}", "name", name,
-							 "status", status, "detail", detail,
-							 "fix", fix));
+	(void)json_array_append_new(d->checks,
+				    json_pack("{s:s, s:s, s:s, s:s?}", "name", name, "status",
+					      status, "detail", detail, "fix", fix));
 }
 
 static void skip_rest(struct doctor *d, const char *const *names, const char *why)
@@ -433,7 +471,7 @@ static void finish(struct doctor *d)
 	size_t i;
 	json_t *c;
 
-	json_array_foreach(d->checks, i, c)
+	json_array_foreach (d->checks, i, c)
 		ok &= strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0;
 	if (d->req)
 		up_request_reply(d->req, json_pack("{s:b, s:O}", "ok", ok, "checks", d->checks));
@@ -457,7 +495,8 @@ static void check_network_policy(struct doctor *d)
 	else if (strstr(d->k8s_version, "k3s"))
 		add(d, "network policy", "ok", NULL,
 		    "k3s (%s) enforces NetworkPolicy with its embedded controller, unless it runs "
-		    "with --disable-network-policy", d->k8s_version);
+		    "with --disable-network-policy",
+		    d->k8s_version);
 	else
 		add(d, "network policy", "warn",
 		    "make sure the cluster's network plugin enforces NetworkPolicy (k3s's embedded "
@@ -476,13 +515,16 @@ static void check_version(struct doctor *d)
 		add(d, "uplinkd", "skip", NULL, "skipped: the client did not say its version");
 	else if (strcmp(d->client_version, UPLINK_VERSION) != 0)
 		add(d, "uplinkd", "fail",
-		    "restart uplinkd so that it runs the installed version: systemctl --user restart "
+		    "restart uplinkd so that it runs the installed version: systemctl --user "
+		    "restart "
 		    "uplinkd",
-		    "uplinkd is version %s but the client is %s", UPLINK_VERSION, d->client_version);
+		    "uplinkd is version %s but the client is %s", UPLINK_VERSION,
+		    d->client_version);
 	else if (!info.activated)
 		add(d, "uplinkd", "warn", "systemctl --user enable --now uplinkd.socket",
 		    "version %s, the client's; started directly, not by socket activation (it will "
-		    "not come back on its own)", UPLINK_VERSION);
+		    "not come back on its own)",
+		    UPLINK_VERSION);
 	else
 		add(d, "uplinkd", "ok", NULL, "version %s, the client's; socket-activated%s",
 		    UPLINK_VERSION, info.watchdog ? ", watchdog on" : "");
@@ -545,15 +587,17 @@ static void on_registry(const struct up_kube_error *err, json_t *dep, void *ud)
 
 	d->call = NULL;
 	if (err && err->code == 404)
-		add(d, "registry", "ok", NULL, "not deployed yet: the first uplink run sets up "
-						"agent-uplink-system and its registry");
+		add(d, "registry", "ok", NULL,
+		    "not deployed yet: the first uplink run sets up "
+		    "agent-uplink-system and its registry");
 	else if (err)
 		add(d, "registry", "warn", NULL, "cannot tell: %s", err->message);
 	else if (json_integer_value(json_object_get(st, "availableReplicas")) >= 1)
 		add(d, "registry", "ok", NULL, "agent-uplink-system's registry is available");
 	else
 		add(d, "registry", "fail",
-		    "see why it does not start: kubectl -n agent-uplink-system describe pods -l app=registry",
+		    "see why it does not start: kubectl -n agent-uplink-system describe pods -l "
+		    "app=registry",
 		    "agent-uplink-system's registry is deployed but not available");
 	kube_done(d);
 }
@@ -565,18 +609,22 @@ static void on_runtime_class(const struct up_kube_error *err, json_t *obj, void 
 
 	(void)obj;
 	d->call = NULL;
-	(void)snprintf(fix, sizeof(fix),
-		       "install Kata Containers on the cluster (kata-deploy creates RuntimeClass %s), "
-		       "or pass --agent-runtime-class with one that exists",
-		       d->runtime_class);
+	(void)snprintf(
+		fix, sizeof(fix),
+		"install Kata Containers on the cluster (kata-deploy creates RuntimeClass %s), "
+		"or pass --agent-runtime-class with one that exists",
+		d->runtime_class);
 	if (!err)
 		add(d, "runtime class", "ok", NULL, "RuntimeClass %s exists", d->runtime_class);
 	else if (err->code == 404)
-		add(d, "runtime class", "fail", fix, "RuntimeClass %s does not exist: agents would run "
-						     "without a microVM", d->runtime_class);
+		add(d, "runtime class", "fail", fix,
+		    "RuntimeClass %s does not exist: agents would run "
+		    "without a microVM",
+		    d->runtime_class);
 	else
 		add(d, "runtime class", "warn", NULL, "cannot tell: %s", err->message);
-	if (up_kube_get(d->kube, "/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry",
+	if (up_kube_get(d->kube,
+			"/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry",
 			on_registry, d, &d->call) < 0)
 		kube_done(d);
 }
@@ -585,16 +633,19 @@ static void on_namespaces(const struct up_kube_error *err, json_t *obj, void *ud
 {
 	struct doctor *d = ud;
 	const struct up_kube_context *ctx = up_kube_get_context(d->kube);
-	static const char *const rest[] = { "runtime class", "registry", NULL };
+	static const char *const rest[] = {"runtime class", "registry", NULL};
 	char path[256];
 
 	(void)obj;
 	d->call = NULL;
 	if (err && err->code == 403) {
 		add(d, "credentials", "fail",
-		    "give that user cluster-admin on the deploy cluster, or use a context that has it",
-		    "accepted, but user %s may not list namespaces; uplink creates namespaces, pods, "
-		    "secrets and network policies", ctx->user ? ctx->user : "(anonymous)");
+		    "give that user cluster-admin on the deploy cluster, or use a context that has "
+		    "it",
+		    "accepted, but user %s may not list namespaces; uplink creates namespaces, "
+		    "pods, "
+		    "secrets and network policies",
+		    ctx->user ? ctx->user : "(anonymous)");
 		skip_rest(d, rest, "the credentials lack permissions");
 		kube_done(d);
 		return;
@@ -602,13 +653,15 @@ static void on_namespaces(const struct up_kube_error *err, json_t *obj, void *ud
 	if (err) {
 		add(d, "credentials", "fail",
 		    err->code == 401 ? "renew the credentials of that context (for k3s: copy "
-				       "/etc/rancher/k3s/k3s.yaml again)" : NULL,
+				       "/etc/rancher/k3s/k3s.yaml again)"
+				     : NULL,
 		    "%s", err->message);
 		skip_rest(d, rest, "the credentials were not accepted");
 		kube_done(d);
 		return;
 	}
-	add(d, "credentials", "ok", NULL, "accepted (user %s)", ctx->user ? ctx->user : "(anonymous)");
+	add(d, "credentials", "ok", NULL, "accepted (user %s)",
+	    ctx->user ? ctx->user : "(anonymous)");
 	if (up_kube_path(path, sizeof(path), "RuntimeClass", NULL, d->runtime_class) < 0 ||
 	    up_kube_get(d->kube, path, on_runtime_class, d, &d->call) < 0) {
 		add(d, "runtime class", "fail", NULL, "'%s' is not a valid RuntimeClass name",
@@ -621,15 +674,16 @@ static void on_version(const struct up_kube_error *err, json_t *obj, void *ud)
 {
 	struct doctor *d = ud;
 	const struct up_kube_context *ctx = up_kube_get_context(d->kube);
-	static const char *const rest[] = { "credentials", "runtime class", "registry", NULL };
+	static const char *const rest[] = {"credentials", "runtime class", "registry", NULL};
 	char fix[512];
 
 	d->call = NULL;
 	if (err && err->code == 0) {
-		(void)snprintf(fix, sizeof(fix),
-			       "check that the cluster runs (k3s: sudo systemctl status k3s) and that %s "
-			       "is reachable from this machine",
-			       ctx->server);
+		(void)snprintf(
+			fix, sizeof(fix),
+			"check that the cluster runs (k3s: sudo systemctl status k3s) and that %s "
+			"is reachable from this machine",
+			ctx->server);
 		add(d, "API server", "fail", fix, "%s", err->message);
 		skip_rest(d, rest, "the API server cannot be reached");
 		kube_done(d);
@@ -640,8 +694,8 @@ static void on_version(const struct up_kube_error *err, json_t *obj, void *ud)
 		(void)snprintf(d->k8s_version, sizeof(d->k8s_version), "%s",
 			       json_string_value(json_object_get(obj, "gitVersion")));
 	if (err)
-		add(d, "API server", "ok", NULL, "reachable at %s (version hidden: %s)", ctx->server,
-		    err->reason[0] ? err->reason : "refused");
+		add(d, "API server", "ok", NULL, "reachable at %s (version hidden: %s)",
+		    ctx->server, err->reason[0] ? err->reason : "refused");
 	else
 		add(d, "API server", "ok", NULL, "reachable at %s, Kubernetes %s", ctx->server,
 		    json_is_string(json_object_get(obj, "gitVersion"))
@@ -656,7 +710,8 @@ static void on_version(const struct up_kube_error *err, json_t *obj, void *ud)
 static void on_loaded(int r, const char *error, struct up_kube_context *ctx, void *ud)
 {
 	struct doctor *d = ud;
-	static const char *const rest[] = { "API server", "credentials", "runtime class", "registry", NULL };
+	static const char *const rest[] = {"API server", "credentials", "runtime class", "registry",
+					   NULL};
 
 	d->loading = false;
 	if (d->cancelled) {
@@ -671,10 +726,12 @@ static void on_loaded(int r, const char *error, struct up_kube_context *ctx, voi
 		if (found)
 			add(d, "kubeconfig", "ok", NULL, "found and readable");
 		add(d, found ? "deploy context" : "kubeconfig", "fail",
-		    found ? "pass --deploy-context NAME with one of the known contexts, or name your "
+		    found ? "pass --deploy-context NAME with one of the known contexts, or name "
+			    "your "
 			    "cluster's context local-k8s-admin"
 			  : "point KUBECONFIG at your cluster's kubeconfig (k3s: sudo cp "
-			    "/etc/rancher/k3s/k3s.yaml ~/.kube/config && sudo chown $USER ~/.kube/config)",
+			    "/etc/rancher/k3s/k3s.yaml ~/.kube/config && sudo chown $USER "
+			    "~/.kube/config)",
 		    "%s", error);
 		if (!found)
 			add(d, "deploy context", "skip", NULL, "skipped: no kubeconfig");
@@ -682,7 +739,8 @@ static void on_loaded(int r, const char *error, struct up_kube_context *ctx, voi
 		kube_done(d);
 		return;
 	}
-	(void)snprintf(d->local.server, sizeof(d->local.server), "%s", ctx->server ? ctx->server : "");
+	(void)snprintf(d->local.server, sizeof(d->local.server), "%s",
+		       ctx->server ? ctx->server : "");
 	add(d, "kubeconfig", "ok", NULL, "%s", ctx->file);
 	add(d, "deploy context", "ok", NULL, "%s (cluster %s, user %s)", ctx->name, ctx->cluster,
 	    ctx->user ? ctx->user : "(anonymous)");
@@ -745,8 +803,8 @@ static int rpc_doctor(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method doctor_methods[] = {
-	{ "doctor.run", doctor_params, sizeof(struct doctor_params), rpc_doctor, 0 },
-	{ 0 },
+	{"doctor.run", doctor_params, sizeof(struct doctor_params), rpc_doctor, 0},
+	{0},
 };
 
 int up_rpc_doctor_register(struct up_rpc *rpc, struct up_manager *m)

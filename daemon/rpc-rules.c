@@ -32,31 +32,35 @@ struct rules_params {
 	json_t *files;
 };
 
-#define COMMON_PARAMS                                                                             \
-	{ "rules", UP_PARAM_STRV, offsetof(struct rules_params, rules), 0, NULL },                \
-	{ "cwd", UP_PARAM_STRING, offsetof(struct rules_params, cwd), 0, NULL },                  \
-	{ "no_default_rules", UP_PARAM_BOOL, offsetof(struct rules_params, no_default_rules), 0, NULL }, \
-	{ "allow_exec", UP_PARAM_BOOL, offsetof(struct rules_params, allow_exec), 0, NULL },      \
-	{ "agent", UP_PARAM_STRING, offsetof(struct rules_params, agent), 0, NULL },              \
-	{ "mode", UP_PARAM_STRING, offsetof(struct rules_params, mode), 0, NULL }
+#define COMMON_PARAMS                                                                              \
+	{"rules", UP_PARAM_STRV, offsetof(struct rules_params, rules), 0, NULL},                   \
+		{"cwd", UP_PARAM_STRING, offsetof(struct rules_params, cwd), 0, NULL},             \
+		{"no_default_rules", UP_PARAM_BOOL,                                                \
+		 offsetof(struct rules_params, no_default_rules), 0, NULL},                        \
+		{"allow_exec", UP_PARAM_BOOL, offsetof(struct rules_params, allow_exec), 0, NULL}, \
+		{"agent", UP_PARAM_STRING, offsetof(struct rules_params, agent), 0, NULL},         \
+	{                                                                                          \
+		"mode", UP_PARAM_STRING, offsetof(struct rules_params, mode), 0, NULL              \
+	}
 
 static const struct up_param check_params[] = {
 	COMMON_PARAMS,
-	{ "method", UP_PARAM_STRING, offsetof(struct rules_params, method), UP_PARAM_MANDATORY, NULL },
-	{ "url", UP_PARAM_STRING, offsetof(struct rules_params, url), UP_PARAM_MANDATORY, NULL },
-	{ 0 },
+	{"method", UP_PARAM_STRING, offsetof(struct rules_params, method), UP_PARAM_MANDATORY,
+	 NULL},
+	{"url", UP_PARAM_STRING, offsetof(struct rules_params, url), UP_PARAM_MANDATORY, NULL},
+	{0},
 };
 
 static const struct up_param render_params[] = {
 	COMMON_PARAMS,
-	{ "show_secrets", UP_PARAM_BOOL, offsetof(struct rules_params, show_secrets), 0, NULL },
-	{ 0 },
+	{"show_secrets", UP_PARAM_BOOL, offsetof(struct rules_params, show_secrets), 0, NULL},
+	{0},
 };
 
 static const struct up_param lint_params[] = {
-	{ "files", UP_PARAM_STRV, offsetof(struct rules_params, files), UP_PARAM_MANDATORY, NULL },
-	{ "cwd", UP_PARAM_STRING, offsetof(struct rules_params, cwd), 0, NULL },
-	{ 0 },
+	{"files", UP_PARAM_STRV, offsetof(struct rules_params, files), UP_PARAM_MANDATORY, NULL},
+	{"cwd", UP_PARAM_STRING, offsetof(struct rules_params, cwd), 0, NULL},
+	{0},
 };
 
 enum call_kind { CALL_CHECK, CALL_RENDER, CALL_LINT };
@@ -124,7 +128,7 @@ static int load_files(struct up_ruleset *rs, json_t *files, const char *cwd, jso
 	size_t i;
 	int r = 0;
 
-	json_array_foreach(files, i, f) {
+	json_array_foreach (files, i, f) {
 		int k = load_one(rs, json_string_value(f), cwd, problems);
 		if (k == -ENOMEM)
 			return k;
@@ -163,11 +167,12 @@ static void lint_work(uv_work_t *w)
 	size_t i, total = 0;
 	json_t *f, *out = json_array();
 
-	json_array_foreach(c->files, i, f) {
+	json_array_foreach (c->files, i, f) {
 		struct up_ruleset *rs = up_ruleset_new();
 		json_t *problems = json_array();
 
-		if (!out || !rs || !problems || load_one(rs, json_string_value(f), c->cwd, problems) == -ENOMEM) {
+		if (!out || !rs || !problems ||
+		    load_one(rs, json_string_value(f), c->cwd, problems) == -ENOMEM) {
 			up_ruleset_free(rs);
 			json_decref(problems);
 			c->r = -ENOMEM;
@@ -175,8 +180,8 @@ static void lint_work(uv_work_t *w)
 		}
 		total += json_array_size(problems);
 		(void)json_array_append_new(out, json_pack("{s:O, s:I, s:o}", "file", f, "rules",
-							   (json_int_t)up_ruleset_count(rs), "problems",
-							   problems));
+							   (json_int_t)up_ruleset_count(rs),
+							   "problems", problems));
 		up_ruleset_free(rs);
 	}
 	c->lint = c->r < 0 ? (json_decref(out), NULL)
@@ -186,7 +191,9 @@ static void lint_work(uv_work_t *w)
 static json_t *check_result(struct rules_call *c)
 {
 	static const char *const decisions[] = {
-		[UP_DECISION_DENY] = "deny", [UP_DECISION_ALLOW] = "allow", [UP_DECISION_L4] = "l4",
+		[UP_DECISION_DENY] = "deny",
+		[UP_DECISION_ALLOW] = "allow",
+		[UP_DECISION_L4] = "l4",
 	};
 	const struct up_rule *r;
 	enum up_decision d = up_ruleset_evaluate(c->rs, c->method, c->https, c->host, c->path, &r);
@@ -198,20 +205,25 @@ static json_t *check_result(struct rules_call *c)
 			c->method, "scheme", c->https ? "https" : "http", "host", c->host, "path",
 			c->path, "rules", (json_int_t)up_ruleset_count(c->rs));
 	if (res && r)
-		(void)json_object_set_new(res, "rule", json_pack("{s:s, s:s, s:s, s:o}", "name", r->name,
-								 "layer", up_rule_layer_name(r->layer),
-								 "source", r->source, "headers", names));
+		(void)json_object_set_new(res, "rule",
+					  json_pack("{s:s, s:s, s:s, s:o}", "name", r->name,
+						    "layer", up_rule_layer_name(r->layer), "source",
+						    r->source, "headers", names));
 	else
 		json_decref(names);
 	/* a denied https request is refused at CONNECT when no rule could take the host */
 	if (res && d == UP_DECISION_DENY)
-		(void)json_object_set_new(res, "stage", json_string(
-			c->https && !up_ruleset_match_connect(c->rs, c->host) ? "connect" : "request"));
-	if (res && d == UP_DECISION_DENY && !c->https && (r = up_ruleset_match(c->rs, c->method, c->host,
-									     c->path)))
-		(void)json_object_set_new(res, "reason", json_sprintf(
-			"rule '%s' injects credentials, which uplink sends only over HTTPS; use https://",
-			r->name));
+		(void)json_object_set_new(
+			res, "stage",
+			json_string(c->https && !up_ruleset_match_connect(c->rs, c->host)
+					    ? "connect"
+					    : "request"));
+	if (res && d == UP_DECISION_DENY && !c->https &&
+	    (r = up_ruleset_match(c->rs, c->method, c->host, c->path)))
+		(void)json_object_set_new(res, "reason",
+					  json_sprintf("rule '%s' injects credentials, which "
+						       "uplink sends only over HTTPS; use https://",
+						       r->name));
 	return res;
 }
 
@@ -224,7 +236,8 @@ static void on_resolved(int r, enum up_error e, const char *message, void *userd
 	if (r < 0) {
 		up_request_error(c->req, e, message);
 	} else {
-		res = c->kind == CALL_RENDER ? up_ruleset_render(c->rs, c->show_secrets) : check_result(c);
+		res = c->kind == CALL_RENDER ? up_ruleset_render(c->rs, c->show_secrets)
+					     : check_result(c);
 		if (res)
 			up_request_reply(c->req, res);
 		else
@@ -248,7 +261,8 @@ static void on_cancel(struct up_request *req, void *userdata)
 static void after_work(uv_work_t *w, int status)
 {
 	struct rules_call *c = w->data;
-	struct up_resolve_options o = { .allow_exec = c->allow_exec, .store = up_secret_store_pick() };
+	struct up_resolve_options o = {.allow_exec = c->allow_exec,
+				       .store = up_secret_store_pick()};
 	_cleanup_(freep) char *msg = NULL;
 
 	c->in_work = false;
@@ -259,7 +273,8 @@ static void after_work(uv_work_t *w, int status)
 	if (c->kind != CALL_LINT && *c->auth_err) {
 		up_request_error(c->req, UP_ERR_AGENT_AUTH_FAILED, c->auth_err);
 	} else if (c->r == -ENOMEM || (c->r < 0 && json_array_size(c->problems) == 0)) {
-		up_request_errorf(c->req, UP_ERR_INTERNAL_ERROR, "cannot load the rules: %s", strerror(-c->r));
+		up_request_errorf(c->req, UP_ERR_INTERNAL_ERROR, "cannot load the rules: %s",
+				  strerror(-c->r));
 	} else if (c->kind == CALL_LINT) {
 		up_request_reply(c->req, TAKE_PTR(c->lint));
 	} else if (c->r < 0) {
@@ -268,7 +283,8 @@ static void after_work(uv_work_t *w, int status)
 	} else if (!o.store) {
 		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS, "$%s names no known secret store",
 				  UP_SECRET_STORE_ENV);
-	} else if (up_resolve_start(up_manager_loop(c->m), c->rs, &o, on_resolved, c, &c->job) >= 0) {
+	} else if (up_resolve_start(up_manager_loop(c->m), c->rs, &o, on_resolved, c, &c->job) >=
+		   0) {
 		return; /* on_resolved answers and frees */
 	} else {
 		up_request_error(c->req, UP_ERR_INTERNAL_ERROR, "out of memory");
@@ -304,8 +320,10 @@ static int check_request(struct rules_call *c, const struct rules_params *p)
 
 	if (!*p->method || strspn(p->method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(p->method) ||
 	    strlen(p->method) >= sizeof(c->method)) {
-		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS, "method '%s' is not an uppercase HTTP "
-				  "verb such as GET or POST", p->method);
+		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS,
+				  "method '%s' is not an uppercase HTTP "
+				  "verb such as GET or POST",
+				  p->method);
 		return 0;
 	}
 	if (up_url_split(p->url, &c->https, c->host, sizeof(c->host), c->path, sizeof(c->path), why,
@@ -333,8 +351,8 @@ static int start(struct up_request *req, struct rules_params *p, struct up_manag
 	if (r > 0)
 		r = copy_inputs(c, p);
 	if (r > 0)
-		r = uv_queue_work(up_manager_loop(m), &c->work, kind == CALL_LINT ? lint_work : build_work,
-				  after_work);
+		r = uv_queue_work(up_manager_loop(m), &c->work,
+				  kind == CALL_LINT ? lint_work : build_work, after_work);
 	else if (r == 0)
 		r = 1; /* answered already */
 	if (r != 0) {
@@ -362,10 +380,10 @@ static int rpc_lint(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method rules_methods[] = {
-	{ "rules.check", check_params, sizeof(struct rules_params), rpc_check, 0 },
-	{ "rules.render", render_params, sizeof(struct rules_params), rpc_render, 0 },
-	{ "rules.lint", lint_params, sizeof(struct rules_params), rpc_lint, 0 },
-	{ 0 },
+	{"rules.check", check_params, sizeof(struct rules_params), rpc_check, 0},
+	{"rules.render", render_params, sizeof(struct rules_params), rpc_render, 0},
+	{"rules.lint", lint_params, sizeof(struct rules_params), rpc_lint, 0},
+	{0},
 };
 
 int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m)

@@ -32,34 +32,62 @@ struct start_params {
 	json_t *kube_context;
 	json_t *aws_profiles;
 	bool no_git_identity, mitm_insecure, mitm_debug;
-	bool no_notifications; /* config files: notifications: false */
+	bool no_notifications;	    /* config files: notifications: false */
 	bool expose_deploy_cluster; /* a flag only: no config file may expose the deploy cluster */
 };
 
-#define S(name, field) { name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
-#define B(name, field) { name, UP_PARAM_BOOL, offsetof(struct start_params, field), 0, NULL }
-#define L(name, field) { name, UP_PARAM_STRV, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL }
+#define S(name, field)                                                                          \
+	{                                                                                       \
+		name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, \
+			NULL                                                                    \
+	}
+#define B(name, field)                                                             \
+	{                                                                          \
+		name, UP_PARAM_BOOL, offsetof(struct start_params, field), 0, NULL \
+	}
+#define L(name, field)                                                                             \
+	{                                                                                          \
+		name, UP_PARAM_STRV, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL \
+	}
 static const struct up_param start_params[] = {
-	{ "agent", UP_PARAM_STRING, offsetof(struct start_params, agent), UP_PARAM_MANDATORY, NULL },
-	{ "cwd", UP_PARAM_STRING, offsetof(struct start_params, cwd), UP_PARAM_MANDATORY, NULL },
-	S("mode", mode), S("deploy_context", deploy_context),
-	S("agent_runtime_class", agent_runtime_class), S("mitm_runtime_class", mitm_runtime_class),
-	S("mitmproxy_image", mitmproxy_image), S("registry_image", registry_image), S("image", image),
-	S("registry", registry), S("ttl", ttl), S("idle_timeout", idle_timeout),
-	{ "args", UP_PARAM_STRV, offsetof(struct start_params, args), UP_PARAM_NULLABLE, NULL },
-	{ "rules", UP_PARAM_STRV, offsetof(struct start_params, rules), UP_PARAM_NULLABLE, NULL },
-	B("no_default_rules", no_default_rules), B("allow_exec", allow_exec),
-	B("force_rebuild", force_rebuild), B("allow_dns", allow_dns), B("dry_run", dry_run),
-	B("show_secrets", show_secrets), B("debug", debug),
-	L("add_dir", add_dir), L("mount_rw", mount_rw), L("mount_ro", mount_ro),
-	L("ssh_cidr", ssh_cidr), L("git_https_rewrite", git_https_rewrite),
-	L("mitm_ca_cert", mitm_ca_cert), S("ssh_key_dir", ssh_key_dir),
+	{"agent", UP_PARAM_STRING, offsetof(struct start_params, agent), UP_PARAM_MANDATORY, NULL},
+	{"cwd", UP_PARAM_STRING, offsetof(struct start_params, cwd), UP_PARAM_MANDATORY, NULL},
+	S("mode", mode),
+	S("deploy_context", deploy_context),
+	S("agent_runtime_class", agent_runtime_class),
+	S("mitm_runtime_class", mitm_runtime_class),
+	S("mitmproxy_image", mitmproxy_image),
+	S("registry_image", registry_image),
+	S("image", image),
+	S("registry", registry),
+	S("ttl", ttl),
+	S("idle_timeout", idle_timeout),
+	{"args", UP_PARAM_STRV, offsetof(struct start_params, args), UP_PARAM_NULLABLE, NULL},
+	{"rules", UP_PARAM_STRV, offsetof(struct start_params, rules), UP_PARAM_NULLABLE, NULL},
+	B("no_default_rules", no_default_rules),
+	B("allow_exec", allow_exec),
+	B("force_rebuild", force_rebuild),
+	B("allow_dns", allow_dns),
+	B("dry_run", dry_run),
+	B("show_secrets", show_secrets),
+	B("debug", debug),
+	L("add_dir", add_dir),
+	L("mount_rw", mount_rw),
+	L("mount_ro", mount_ro),
+	L("ssh_cidr", ssh_cidr),
+	L("git_https_rewrite", git_https_rewrite),
+	L("mitm_ca_cert", mitm_ca_cert),
+	S("ssh_key_dir", ssh_key_dir),
 	L("aws_profiles", aws_profiles),
-	B("no_git_identity", no_git_identity), B("mitm_insecure", mitm_insecure),
-	B("mitm_debug", mitm_debug), B("no_notifications", no_notifications),
-	L("kube_context", kube_context), S("kubeconfig", kubeconfig),
-	S("kubeconfig_default", kubeconfig_default), B("expose_deploy_cluster", expose_deploy_cluster),
-	{ 0 },
+	B("no_git_identity", no_git_identity),
+	B("mitm_insecure", mitm_insecure),
+	B("mitm_debug", mitm_debug),
+	B("no_notifications", no_notifications),
+	L("kube_context", kube_context),
+	S("kubeconfig", kubeconfig),
+	S("kubeconfig_default", kubeconfig_default),
+	B("expose_deploy_cluster", expose_deploy_cluster),
+	{0},
 };
 #undef S
 #undef B
@@ -72,9 +100,18 @@ static char *dup_or_null(const char *s)
 
 void up_session_opts_done(struct up_session_opts *o)
 {
-	char **strs[] = { &o->agent, &o->mode, &o->cwd, &o->deploy_context, &o->agent_runtime_class,
-			  &o->mitm_runtime_class, &o->mitm_image, &o->registry_image, &o->image,
-			  &o->registry, &o->user, &o->home };
+	char **strs[] = {&o->agent,
+			 &o->mode,
+			 &o->cwd,
+			 &o->deploy_context,
+			 &o->agent_runtime_class,
+			 &o->mitm_runtime_class,
+			 &o->mitm_image,
+			 &o->registry_image,
+			 &o->image,
+			 &o->registry,
+			 &o->user,
+			 &o->home};
 
 	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
 		free(*strs[i]);
@@ -89,7 +126,8 @@ void up_session_opts_done(struct up_session_opts *o)
 static bool dns_name(const char *s)
 {
 	return s && *s && strlen(s) <= 253 &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(s) && s[0] != '-' && s[0] != '.';
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(s) && s[0] != '-' &&
+	       s[0] != '.';
 }
 
 static bool image_ref(const char *s)
@@ -111,17 +149,20 @@ static int check_paths(const struct start_params *p, char *why, size_t len)
 		const char *flag;
 		const json_t *list;
 	} lists[] = {
-		{ "--add-dir", p->add_dir }, { "--mount-rw", p->mount_rw },
-		{ "--mount-ro", p->mount_ro }, { "--mitm-ca-cert", p->mitm_ca_cert },
+		{"--add-dir", p->add_dir},
+		{"--mount-rw", p->mount_rw},
+		{"--mount-ro", p->mount_ro},
+		{"--mitm-ca-cert", p->mitm_ca_cert},
 	};
 	json_t *v;
 	size_t i;
 
 	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
-		json_array_foreach(lists[l].list, i, v)
+		json_array_foreach (lists[l].list, i, v)
 			if (json_string_value(v)[0] != '/' || strlen(json_string_value(v)) >= 4096)
-				return snprintf(why, len, "%s: '%s' is not an absolute path", lists[l].flag,
-						json_string_value(v)), -EINVAL;
+				return snprintf(why, len, "%s: '%s' is not an absolute path",
+						lists[l].flag, json_string_value(v)),
+				       -EINVAL;
 	return 0;
 }
 
@@ -149,8 +190,8 @@ static const char *named(const json_t *from_files, const char *canon, const char
 }
 
 /* 0, or -EINVAL with a sentence naming the flag (or config line) and the value. */
-static int check_start(const struct start_params *p, const struct up_sessions *all, const json_t *from,
-		       struct up_session_opts *o, char *why, size_t len)
+static int check_start(const struct start_params *p, const struct up_sessions *all,
+		       const json_t *from, struct up_session_opts *o, char *why, size_t len)
 {
 	char at[512]; /* FILE:LINE: key, cut short for a very long path */
 	const struct up_agent_impl *a = up_agent_find(p->agent);
@@ -161,68 +202,94 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 
 	if (!a) {
 		(void)up_agent_describe_all(known, sizeof(known));
-		return snprintf(why, len, "unknown agent '%s'; known: %s", p->agent, known), -EINVAL;
+		return snprintf(why, len, "unknown agent '%s'; known: %s", p->agent, known),
+		       -EINVAL;
 	}
 	if (p->mode && *p->mode && !up_agent_find_mode(a, p->mode)) {
 		const char *src = named(from, "mode", NULL, at, sizeof(at));
 		(void)up_agent_describe_all(known, sizeof(known));
-		return snprintf(why, len, "%s%sagent %s has no mode '%s'; known: %s", src ? src : "",
-				src ? ": " : "", p->agent, p->mode, known), -EINVAL;
+		return snprintf(why, len, "%s%sagent %s has no mode '%s'; known: %s",
+				src ? src : "", src ? ": " : "", p->agent, p->mode, known),
+		       -EINVAL;
 	}
 	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./"))
-		return snprintf(why, len, "the working folder '%s' must be an absolute, normalised path", p->cwd), -EINVAL;
+		return snprintf(why, len,
+				"the working folder '%s' must be an absolute, normalised path",
+				p->cwd),
+		       -EINVAL;
 	if (!under(p->cwd, all->home) || !strcmp(p->cwd, all->home) || !strncmp(all->home, "/", 2))
-		return snprintf(why, len, "the working folder %.300s is not inside your home %.300s: uplink mounts "
+		return snprintf(why, len,
+				"the working folder %.300s is not inside your home %.300s: uplink "
+				"mounts "
 				"only folders under home into the agent; cd into a project first",
-				p->cwd, all->home), -EINVAL;
-	json_array_foreach(p->rules, i, v)
+				p->cwd, all->home),
+		       -EINVAL;
+	json_array_foreach (p->rules, i, v)
 		if (json_string_value(v)[0] != '/')
-			return snprintf(why, len, "--rules: '%s' is not an absolute path", json_string_value(v)), -EINVAL;
+			return snprintf(why, len, "--rules: '%s' is not an absolute path",
+					json_string_value(v)),
+			       -EINVAL;
 	if ((r = check_paths(p, why, len)) < 0)
 		return r;
 	if ((p->kubeconfig && *p->kubeconfig && !abs_list(p->kubeconfig)) ||
 	    (p->kubeconfig_default && *p->kubeconfig_default && !abs_list(p->kubeconfig_default)))
-		return snprintf(why, len, "--kubeconfig: '%.300s' is not an absolute path (or a colon "
-				"list of them, as $KUBECONFIG, shorter than %d bytes)", p->kubeconfig &&
-				*p->kubeconfig ? p->kubeconfig : p->kubeconfig_default,
-				UP_MAX_KUBECONFIG_PATHS), -EINVAL;
+		return snprintf(why, len,
+				"--kubeconfig: '%.300s' is not an absolute path (or a colon "
+				"list of them, as $KUBECONFIG, shorter than %d bytes)",
+				p->kubeconfig && *p->kubeconfig ? p->kubeconfig
+								: p->kubeconfig_default,
+				UP_MAX_KUBECONFIG_PATHS),
+		       -EINVAL;
 	/* The folder itself is read on the threadpool (daemon/ssh-keys.c). */
-	if (p->ssh_key_dir && *p->ssh_key_dir && (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
-		return snprintf(why, len, "--ssh-key-dir: '%s' is not an absolute path", p->ssh_key_dir),
+	if (p->ssh_key_dir && *p->ssh_key_dir &&
+	    (p->ssh_key_dir[0] != '/' || strlen(p->ssh_key_dir) >= 4096))
+		return snprintf(why, len, "--ssh-key-dir: '%s' is not an absolute path",
+				p->ssh_key_dir),
 		       -EINVAL;
 	if ((r = up_aws_check_profiles(p->aws_profiles, why, len)) < 0)
 		return r;
 	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
 		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
-				named(from, "agent_runtime_class", "--agent-runtime-class", at, sizeof(at)),
-				p->agent_runtime_class), -EINVAL;
+				named(from, "agent_runtime_class", "--agent-runtime-class", at,
+				      sizeof(at)),
+				p->agent_runtime_class),
+		       -EINVAL;
 	if (p->mitm_runtime_class && *p->mitm_runtime_class && !dns_name(p->mitm_runtime_class))
 		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
-				named(from, "mitm_runtime_class", "--mitm-runtime-class", at, sizeof(at)),
-				p->mitm_runtime_class), -EINVAL;
+				named(from, "mitm_runtime_class", "--mitm-runtime-class", at,
+				      sizeof(at)),
+				p->mitm_runtime_class),
+		       -EINVAL;
 	const struct {
 		const char *canon, *flag, *value;
 	} refs[] = {
-		{ "image", "--image", p->image },
-		{ "mitmproxy_image", "--mitmproxy-image", p->mitmproxy_image },
-		{ "registry_image", "--registry-image", p->registry_image },
-		{ "registry", "--registry", p->registry },
+		{"image", "--image", p->image},
+		{"mitmproxy_image", "--mitmproxy-image", p->mitmproxy_image},
+		{"registry_image", "--registry-image", p->registry_image},
+		{"registry", "--registry", p->registry},
 	};
 	for (i = 0; i < ELEMENTSOF(refs); i++)
 		if (refs[i].value && !image_ref(refs[i].value))
-			return snprintf(why, len, "%s: '%.200s' is not an image reference (or host:port): "
-					"no spaces, quotes or backslashes", named(from, refs[i].canon,
-					refs[i].flag, at, sizeof(at)), refs[i].value), -EINVAL;
+			return snprintf(why, len,
+					"%s: '%.200s' is not an image reference (or host:port): "
+					"no spaces, quotes or backslashes",
+					named(from, refs[i].canon, refs[i].flag, at, sizeof(at)),
+					refs[i].value),
+			       -EINVAL;
 	o->ttl_s = UP_SESSION_DEFAULT_TTL_S;
 	o->idle_s = UP_SESSION_DEFAULT_IDLE_S;
 	if (p->ttl && up_duration_parse(p->ttl, &o->ttl_s, err, sizeof(err)) < 0)
-		return snprintf(why, len, "%s: %s", named(from, "ttl", "--ttl", at, sizeof(at)), err), -EINVAL;
+		return snprintf(why, len, "%s: %s", named(from, "ttl", "--ttl", at, sizeof(at)),
+				err),
+		       -EINVAL;
 	if (p->ttl && o->ttl_s < 60)
 		return snprintf(why, len, "%s: %s is too short; give at least 1m",
-				named(from, "ttl", "--ttl", at, sizeof(at)), p->ttl), -EINVAL;
+				named(from, "ttl", "--ttl", at, sizeof(at)), p->ttl),
+		       -EINVAL;
 	if (p->idle_timeout && up_duration_parse(p->idle_timeout, &o->idle_s, err, sizeof(err)) < 0)
-		return snprintf(why, len, "%s: %s", named(from, "idle_timeout", "--idle-timeout", at, sizeof(at)),
-				err), -EINVAL;
+		return snprintf(why, len, "%s: %s",
+				named(from, "idle_timeout", "--idle-timeout", at, sizeof(at)), err),
+		       -EINVAL;
 	/* Tests: UPLINK_DEBUG_TIME_DIVISOR=60 makes minutes seconds. */
 	const char *div = getenv("UPLINK_DEBUG_TIME_DIVISOR");
 	long d = div ? strtol(div, NULL, 10) : 1;
@@ -281,8 +348,9 @@ static void warn(struct up_request *req, const char *fmt, ...)
 	log_warning("session.start: %s", msg);
 	if (req->conn)
 		(void)up_conn_notify(req->conn, "session.progress",
-				     json_pack("{s:s, s:s, s:I, s:I}", "phase", "warning", "message",
-					       msg, "done", (json_int_t)0, "total", (json_int_t)0));
+				     json_pack("{s:s, s:s, s:I, s:I}", "phase", "warning",
+					       "message", msg, "done", (json_int_t)0, "total",
+					       (json_int_t)0));
 }
 
 static void warn_start(struct up_request *req, const struct up_session_extra *x)
@@ -290,23 +358,27 @@ static void warn_start(struct up_request *req, const struct up_session_extra *x)
 	/* Either SSH flag alone only warns (reference §1.4 item 3). */
 	if (json_array_size(x->out.ssh_cidrs) > 0 && !x->ssh_key_dir) {
 		char *cidrs = up_json_join(x->out.ssh_cidrs, ", ");
-		warn(req, "TCP 22 egress to %s is open but no SSH keys are mounted", cidrs ? cidrs : "?");
+		warn(req, "TCP 22 egress to %s is open but no SSH keys are mounted",
+		     cidrs ? cidrs : "?");
 		free(cidrs);
 	}
 	if (x->ssh_key_dir && json_array_size(x->out.ssh_cidrs) == 0)
-		warn(req, "--ssh-key-dir without --ssh-cidr: SSH egress stays denied, so the agent has "
+		warn(req,
+		     "--ssh-key-dir without --ssh-cidr: SSH egress stays denied, so the agent has "
 		     "keys but can reach nothing on TCP 22");
 	if (x->out.mitm_insecure)
-		warn(req, "--mitm-insecure: the mitm does not verify upstream TLS certificates; anyone "
+		warn(req,
+		     "--mitm-insecure: the mitm does not verify upstream TLS certificates; anyone "
 		     "on the path can impersonate the servers the agent talks to");
 	if (x->out.mitm_debug)
 		warn(req, "--mitm-debug: the mitm logs request and response headers and bodies, "
-		     "including the credentials it injects; its log may hold secrets");
+			  "including the credentials it injects; its log may hold secrets");
 }
 
-static int fill_opts(const struct start_params *p, const struct up_sessions *all, struct up_session_opts *o)
+static int fill_opts(const struct start_params *p, const struct up_sessions *all,
+		     struct up_session_opts *o)
 {
-	*o = (struct up_session_opts){ .ttl_s = o->ttl_s, .idle_s = o->idle_s };
+	*o = (struct up_session_opts){.ttl_s = o->ttl_s, .idle_s = o->idle_s};
 	o->agent = strdup(p->agent);
 	o->mode = dup_or_null(p->mode);
 	o->cwd = strdup(p->cwd);
@@ -329,7 +401,8 @@ static int fill_opts(const struct start_params *p, const struct up_sessions *all
 	o->show_secrets = p->show_secrets;
 	o->debug = p->debug;
 	o->quiet = p->no_notifications;
-	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? fill_extra(p, o) : -ENOMEM;
+	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? fill_extra(p, o)
+									       : -ENOMEM;
 }
 
 static struct up_sessions *sessions_of(void *userdata)
@@ -337,19 +410,21 @@ static struct up_sessions *sessions_of(void *userdata)
 	return up_manager_sessions(userdata);
 }
 
-static int start_checked(struct up_request *req, void *params, void *userdata, const json_t *config_rules,
-			 const json_t *from_files)
+static int start_checked(struct up_request *req, void *params, void *userdata,
+			 const json_t *config_rules, const json_t *from_files)
 {
 	struct up_sessions *all = sessions_of(userdata);
 	struct start_params *p = params;
-	struct up_session_opts o = { 0 };
+	struct up_session_opts o = {0};
 	struct up_session *s;
 	char why[1024], id[UP_SESSION_ID_LEN + 1];
 	int r;
 
 	if (!all->tpl) {
-		up_request_errorf(req, UP_ERR_PREREQ_MISSING, "sessions cannot start: %s; reinstall uplink "
-				  "(./install.sh) or set UPLINK_DATA_DIR", all->tpl_error);
+		up_request_errorf(req, UP_ERR_PREREQ_MISSING,
+				  "sessions cannot start: %s; reinstall uplink "
+				  "(./install.sh) or set UPLINK_DATA_DIR",
+				  all->tpl_error);
 		return 0;
 	}
 	if (check_start(p, all, from_files, &o, why, sizeof(why)) < 0) {
@@ -368,7 +443,7 @@ static int start_checked(struct up_request *req, void *params, void *userdata, c
 		warn_start(req, o.extra);
 	json_t *w;
 	size_t k;
-	json_array_foreach(json_object_get(from_files, "warnings"), k, w)
+	json_array_foreach (json_object_get(from_files, "warnings"), k, w)
 		warn(req, "%s", json_string_value(w));
 	if (r >= 0)
 		r = up_session_id_new(id);
@@ -392,8 +467,8 @@ static int start_checked(struct up_request *req, void *params, void *userdata, c
 static int rpc_start(struct up_request *req, void *params, void *userdata)
 {
 	(void)params;
-	return up_config_then(up_manager_loop(userdata), req, start_params, sessions_of(userdata)->home,
-			      start_checked, userdata);
+	return up_config_then(up_manager_loop(userdata), req, start_params,
+			      sessions_of(userdata)->home, start_checked, userdata);
 }
 
 struct id_params {
@@ -401,8 +476,8 @@ struct id_params {
 };
 
 static const struct up_param id_params[] = {
-	{ "id", UP_PARAM_STRING, offsetof(struct id_params, id), UP_PARAM_MANDATORY, NULL },
-	{ 0 },
+	{"id", UP_PARAM_STRING, offsetof(struct id_params, id), UP_PARAM_MANDATORY, NULL},
+	{0},
 };
 
 static struct up_session *find(struct up_request *req, void *userdata, const char *id)
@@ -410,9 +485,11 @@ static struct up_session *find(struct up_request *req, void *userdata, const cha
 	struct up_session *s = up_sessions_find(sessions_of(userdata), id);
 
 	if (!s)
-		up_request_errorf(req, UP_ERR_SESSION_NOT_FOUND,
-				  "no session '%s' (uplink list shows them; ids are 12 hex digits or "
-				  "the namespace name)", id);
+		up_request_errorf(
+			req, UP_ERR_SESSION_NOT_FOUND,
+			"no session '%s' (uplink list shows them; ids are 12 hex digits or "
+			"the namespace name)",
+			id);
 	return s;
 }
 
@@ -432,8 +509,8 @@ static int rpc_stop(struct up_request *req, void *params, void *userdata)
 	if (!s)
 		return 0;
 	if (up_session_stop(s, "stopped by the user") == -EALREADY) {
-		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)", s->id,
-				  up_session_state_to_name(s->state));
+		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)",
+				  s->id, up_session_state_to_name(s->state));
 		return 0;
 	}
 	up_request_reply(req, up_session_describe(s));
@@ -503,9 +580,9 @@ struct extend_params {
 };
 
 static const struct up_param extend_params[] = {
-	{ "id", UP_PARAM_STRING, offsetof(struct extend_params, id), UP_PARAM_MANDATORY, NULL },
-	{ "by", UP_PARAM_STRING, offsetof(struct extend_params, by), UP_PARAM_MANDATORY, NULL },
-	{ 0 },
+	{"id", UP_PARAM_STRING, offsetof(struct extend_params, id), UP_PARAM_MANDATORY, NULL},
+	{"by", UP_PARAM_STRING, offsetof(struct extend_params, by), UP_PARAM_MANDATORY, NULL},
+	{0},
 };
 
 static int rpc_extend(struct up_request *req, void *params, void *userdata)
@@ -519,20 +596,23 @@ static int rpc_extend(struct up_request *req, void *params, void *userdata)
 	if (!s)
 		return 0;
 	if (up_duration_parse(p->by, &by, err, sizeof(err)) < 0 || by == 0) {
-		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "%s", by == 0 && !strstr(err, "invalid") ?
-				  "the duration must be longer than 0s" : err);
+		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "%s",
+				  by == 0 && !strstr(err, "invalid")
+					  ? "the duration must be longer than 0s"
+					  : err);
 		return 0;
 	}
 	r = session_extend(s, by);
 	if (r == -EALREADY) {
-		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)", s->id,
-				  up_session_state_to_name(s->state));
+		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)",
+				  s->id, up_session_state_to_name(s->state));
 		return 0;
 	}
 	if (r < 0) {
-		up_request_errorf(req, UP_ERR_INVALID_PARAMS, "cannot push the deadline of session %s "
-				  "that far (at most %llu days from its start)", s->id,
-				  (unsigned long long)(UP_MAX_DURATION_S / 86400));
+		up_request_errorf(req, UP_ERR_INVALID_PARAMS,
+				  "cannot push the deadline of session %s "
+				  "that far (at most %llu days from its start)",
+				  s->id, (unsigned long long)(UP_MAX_DURATION_S / 86400));
 		return 0;
 	}
 	up_request_reply(req, up_session_describe(s));
@@ -544,18 +624,20 @@ struct list_params {
 };
 
 static const struct up_param list_params[] = {
-	{ "all", UP_PARAM_BOOL, offsetof(struct list_params, all), 0, NULL },
-	{ 0 },
+	{"all", UP_PARAM_BOOL, offsetof(struct list_params, all), 0, NULL},
+	{0},
 };
 
 static int rpc_list(struct up_request *req, void *params, void *userdata)
 {
 	up_request_reply(req, json_pack("{s:o}", "sessions",
-					up_sessions_list(sessions_of(userdata), ((struct list_params *)params)->all)));
+					up_sessions_list(sessions_of(userdata),
+							 ((struct list_params *)params)->all)));
 	return 0;
 }
 
-/* Every session.* method waits for the records after a restart, so none answers "not found" for a moment. */
+/* Every session.* method waits for the records after a restart, so none answers "not found" for a
+ * moment. */
 static int gate(struct up_request *req, void *params, void *userdata, up_method_fn fn)
 {
 	struct up_sessions *all = sessions_of(userdata);
@@ -565,10 +647,10 @@ static int gate(struct up_request *req, void *params, void *userdata, up_method_
 	return up_sessions_defer(all, req, params, fn, userdata);
 }
 
-#define GATED(fn) \
+#define GATED(fn)                                                                   \
 	static int fn##_gated(struct up_request *req, void *params, void *userdata) \
-	{ \
-		return gate(req, params, userdata, fn); \
+	{                                                                           \
+		return gate(req, params, userdata, fn);                             \
 	}
 GATED(rpc_start)
 GATED(rpc_list)
@@ -582,16 +664,20 @@ GATED(up_rpc_session_logs)
 #undef GATED
 
 static const struct up_method session_methods[] = {
-	{ "session.start", start_params, sizeof(struct start_params), rpc_start_gated, UP_METHOD_MUTATES },
-	{ "session.list", list_params, sizeof(struct list_params), rpc_list_gated, 0 },
-	{ "session.get", id_params, sizeof(struct id_params), rpc_get_gated, 0 },
-	{ "session.stop", id_params, sizeof(struct id_params), rpc_stop_gated, UP_METHOD_MUTATES },
-	{ "session.attach", id_params, sizeof(struct id_params), rpc_attach_gated, 0 },
-	{ "session.hold", id_params, sizeof(struct id_params), rpc_hold_gated, 0 },
-	{ "session.extend", extend_params, sizeof(struct extend_params), rpc_extend_gated, UP_METHOD_MUTATES },
-	{ "session.clean", up_clean_params, sizeof(struct up_clean_params), up_rpc_session_clean_gated, UP_METHOD_MUTATES },
-	{ "session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated, 0 },
-	{ 0 },
+	{"session.start", start_params, sizeof(struct start_params), rpc_start_gated,
+	 UP_METHOD_MUTATES},
+	{"session.list", list_params, sizeof(struct list_params), rpc_list_gated, 0},
+	{"session.get", id_params, sizeof(struct id_params), rpc_get_gated, 0},
+	{"session.stop", id_params, sizeof(struct id_params), rpc_stop_gated, UP_METHOD_MUTATES},
+	{"session.attach", id_params, sizeof(struct id_params), rpc_attach_gated, 0},
+	{"session.hold", id_params, sizeof(struct id_params), rpc_hold_gated, 0},
+	{"session.extend", extend_params, sizeof(struct extend_params), rpc_extend_gated,
+	 UP_METHOD_MUTATES},
+	{"session.clean", up_clean_params, sizeof(struct up_clean_params),
+	 up_rpc_session_clean_gated, UP_METHOD_MUTATES},
+	{"session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated,
+	 0},
+	{0},
 };
 
 int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m)

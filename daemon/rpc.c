@@ -190,7 +190,8 @@ static void dispatch_one(struct up_rpc *rpc, struct up_conn *conn, struct up_bat
 	if (!m) {
 		char text[256];
 		(void)snprintf(text, sizeof(text),
-			       "no method '%.100s'; this uplinkd may be older than the client", method);
+			       "no method '%.100s'; this uplinkd may be older than the client",
+			       method);
 		reply_now(conn, b, id, UP_ERR_METHOD_NOT_FOUND, text);
 		return;
 	}
@@ -199,16 +200,21 @@ static void dispatch_one(struct up_rpc *rpc, struct up_conn *conn, struct up_bat
 		reply_now(conn, b, id, UP_ERR_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	*req = (struct up_request){ .rpc = rpc, .conn = conn, .batch = b, .method = m,
-				    .id = json_incref(id), .params = json_incref(params) };
+	*req = (struct up_request){.rpc = rpc,
+				   .conn = conn,
+				   .batch = b,
+				   .method = m,
+				   .id = json_incref(id),
+				   .params = json_incref(params)};
 	up_list_insert_tail(&conn->requests, &req->link);
 	conn->inflight++;
 	rpc->inflight++;
 	if (b)
 		b->pending++;
 
-	static const struct up_param none[] = { { 0 } };
-	r = up_params_dispatch(m->params ? m->params : none, params, req->pstruct, why, sizeof(why));
+	static const struct up_param none[] = {{0}};
+	r = up_params_dispatch(m->params ? m->params : none, params, req->pstruct, why,
+			       sizeof(why));
 	if (r < 0) {
 		up_request_error(req, UP_ERR_INVALID_PARAMS, why);
 		return;
@@ -228,12 +234,14 @@ static void dispatch_batch(struct up_rpc *rpc, struct up_conn *conn, json_t *arr
 	json_t *e;
 
 	if (json_array_size(arr) == 0) {
-		reply_now(conn, NULL, NULL, UP_ERR_INVALID_REQUEST, "an empty batch is not a request");
+		reply_now(conn, NULL, NULL, UP_ERR_INVALID_REQUEST,
+			  "an empty batch is not a request");
 		return;
 	}
 	if (json_array_size(arr) > UP_MAX_BATCH) {
 		char text[128];
-		(void)snprintf(text, sizeof(text), "a batch of %zu requests is over the limit of %d",
+		(void)snprintf(text, sizeof(text),
+			       "a batch of %zu requests is over the limit of %d",
 			       json_array_size(arr), UP_MAX_BATCH);
 		reply_now(conn, NULL, NULL, UP_ERR_INVALID_REQUEST, text);
 		return;
@@ -247,7 +255,7 @@ static void dispatch_batch(struct up_rpc *rpc, struct up_conn *conn, json_t *arr
 	b->conn = conn;
 	b->dispatching = true;
 	b->pending = 1; /* held by the loop below until every entry is dispatched */
-	json_array_foreach(arr, i, e)
+	json_array_foreach (arr, i, e)
 		dispatch_one(rpc, conn, b, e);
 	b->dispatching = false;
 	batch_release(b);
@@ -288,7 +296,7 @@ void up_rpc_conn_gone(struct up_conn *conn)
 {
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, &conn->requests) {
+	up_list_for_each_safe (pos, tmp, &conn->requests) {
 		struct up_request *req = up_container_of(pos, struct up_request, link);
 
 		detach(req);
@@ -304,7 +312,7 @@ void up_rpc_conn_cancel_all(struct up_conn *conn)
 {
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, &conn->requests) {
+	up_list_for_each_safe (pos, tmp, &conn->requests) {
 		struct up_request *req = up_container_of(pos, struct up_request, link);
 
 		if (!req->cancel)

@@ -43,11 +43,11 @@ struct up_method {
 
 struct up_request {
 	struct up_rpc *rpc;
-	struct up_conn *conn;  /* NULL once the client has gone */
-	struct up_list link;   /* up_conn::requests */
+	struct up_conn *conn; /* NULL once the client has gone */
+	struct up_list link;  /* up_conn::requests */
 	struct up_batch *batch;
-	json_t *id;            /* NULL for a notification */
-	json_t *params;        /* the request's params, kept alive for `pstruct` */
+	json_t *id;	/* NULL for a notification */
+	json_t *params; /* the request's params, kept alive for `pstruct` */
 	const struct up_method *method;
 	up_request_cancel_fn cancel;
 	void *cancel_userdata;
@@ -74,4 +74,5 @@ void up_request_set_cancel(struct up_request *req, up_request_cancel_fn fn, void
 /* Each answers once and frees the request; the result is stolen. */
 void up_request_reply(struct up_request *req, json_t *result_steal);
 void up_request_error(struct up_request *req, enum up_error e, const char *message);
-void up_request_errorf(struct up_request *req, enum up_error e, const char *fmt, ...) _printf_(3, 4);
+void up_request_errorf(struct up_request *req, enum up_error e, const char *fmt, ...)
+	_printf_(3, 4);

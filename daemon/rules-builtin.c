@@ -68,9 +68,9 @@ int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const c
 	if (!a || !up_agent_find_mode(a, mode)) {
 		(void)up_agent_describe_all(known, sizeof(known));
 		(void)json_array_append_new(
-			problems, a ? json_sprintf("agent %s has no mode '%s'; known: %s", agent, mode,
-						   known)
-				    : json_sprintf("unknown agent '%s'; known: %s", agent, known));
+			problems,
+			a ? json_sprintf("agent %s has no mode '%s'; known: %s", agent, mode, known)
+			  : json_sprintf("unknown agent '%s'; known: %s", agent, known));
 		return -ENOENT;
 	}
 	if (current_user(&in, pwbuf, sizeof(pwbuf)) < 0) {

@@ -30,7 +30,7 @@ struct pctx {
 	json_t *problems;
 	unsigned n_problems;
 	struct problem found[UP_MAX_RULES_PROBLEMS]; /* sorted by place before they are reported */
-	char label[200]; /* "rule 'NAME': " while a rule is read */
+	char label[200];			     /* "rule 'NAME': " while a rule is read */
 	struct up_rule *rules;
 	size_t n_rules;
 	bool replace_defaults;
@@ -146,26 +146,32 @@ static int read_regexes(struct pctx *c, yaml_node_t *v, const char *key, const c
 			streq(kind, "host") ? "api\\.example\\.com" : "/v1/.*");
 		return 0;
 	}
-	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start), key))
+	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
+		     key))
 		return 0;
 	if (v->data.sequence.items.start == v->data.sequence.items.top) {
 		if (streq(kind, "host"))
 			problem(c, v, "'hosts' is an empty list; list at least one host");
 		else
-			problem(c, v, "'paths' is an empty list, which would match no path; "
-				      "omit 'paths' entirely to allow any path");
+			problem(c, v,
+				"'paths' is an empty list, which would match no path; "
+				"omit 'paths' entirely to allow any path");
 		return 0;
 	}
-	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++) {
+	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
+	     i++) {
 		yaml_node_t *item = node(c, *i);
 		const char *re = str(item);
 
 		if (!re) {
-			problem(c, item, "'%s' must be a list of regex strings; this entry is not a string", key);
+			problem(c, item,
+				"'%s' must be a list of regex strings; this entry is not a string",
+				key);
 			continue;
 		}
 		if (strlen(re) > UP_MAX_REGEX_LEN) {
-			problem(c, item, "%s regex is longer than %d characters", kind, UP_MAX_REGEX_LEN);
+			problem(c, item, "%s regex is longer than %d characters", kind,
+				UP_MAX_REGEX_LEN);
 			continue;
 		}
 		if (up_regex_check(re, why, sizeof(why)) < 0) {
@@ -241,16 +247,20 @@ static int key_methods(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t
 		problem(c, v, "'methods' must be a list of strings, e.g. methods: [GET, POST]");
 		return 0;
 	}
-	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++) {
+	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
+	     i++) {
 		yaml_node_t *item = node(c, *i);
 		const char *m = str(item);
 		int bit = m ? up_method_bit(m) : -EINVAL;
 
 		if (!m)
-			problem(c, item, "'methods' must be a list of strings; this entry is not a string");
+			problem(c, item,
+				"'methods' must be a list of strings; this entry is not a string");
 		else if (bit < 0)
-			problem(c, item, "invalid method '%s'; methods are uppercase HTTP verbs: "
-					 "GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, CONNECT, TRACE", m);
+			problem(c, item,
+				"invalid method '%s'; methods are uppercase HTTP verbs: "
+				"GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, CONNECT, TRACE",
+				m);
 		else
 			b->r.methods |= 1u << bit;
 	}
@@ -259,13 +269,15 @@ static int key_methods(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t
 
 static int read_header(struct pctx *c, struct rb *b, yaml_node_t *kn, yaml_node_t *vn)
 {
-	struct up_ph_template t = { 0 };
+	struct up_ph_template t = {0};
 	const char *k = str(kn), *v = str(vn);
 	struct up_rule_header *h;
 	char why[256];
 
 	if (!k || !up_header_name_valid(k)) {
-		problem(c, kn, "'%s' is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)",
+		problem(c, kn,
+			"'%s' is not a valid HTTP header name (letters, digits and "
+			"!#$%%&'*+-.^_`|~)",
 			k ? k : "?");
 		return 0;
 	}
@@ -287,7 +299,7 @@ static int read_header(struct pctx *c, struct rb *b, yaml_node_t *kn, yaml_node_
 		return -ENOMEM;
 	b->r.headers = h;
 	h = &h[b->r.n_headers];
-	*h = (struct up_rule_header){ .name = strdup(k), .value = strdup(v) };
+	*h = (struct up_rule_header){.name = strdup(k), .value = strdup(v)};
 	b->r.n_headers++;
 	return h->name && h->value ? 0 : -ENOMEM;
 }
@@ -327,13 +339,15 @@ static int key_inject(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t 
 		problem(c, v, "'inject' must be a mapping with a 'headers' mapping");
 		return 0;
 	}
-	for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top;
+	     p++) {
 		const char *name = str(node(c, p->key));
 
 		if (duplicate(c, v, p))
 			continue;
 		if (!name || !streq(name, "headers")) {
-			problem(c, node(c, p->key), "unknown key '%s' under 'inject'; expected 'headers'",
+			problem(c, node(c, p->key),
+				"unknown key '%s' under 'inject'; expected 'headers'",
 				name ? name : "?");
 			continue;
 		}
@@ -367,17 +381,23 @@ static int key_cidrs(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *
 		problem(c, v, "'cidrs' is an empty list; omit it instead");
 		return 0;
 	}
-	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start), "cidrs"))
+	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
+		     "cidrs"))
 		return 0;
-	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++) {
+	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
+	     i++) {
 		yaml_node_t *item = node(c, *i);
 		const char *s = str(item);
 
 		if (!s)
-			problem(c, item, "'cidrs' must be a list of CIDR strings; this entry is not a string");
+			problem(c, item,
+				"'cidrs' must be a list of CIDR strings; this entry is not a "
+				"string");
 		else if (up_cidr_normalize(s, norm, sizeof(norm)) < 0)
-			problem(c, item, "invalid CIDR '%s'; write an address with an optional prefix "
-					 "length, e.g. 10.0.0.0/8 or 2001:db8::/32", s);
+			problem(c, item,
+				"invalid CIDR '%s'; write an address with an optional prefix "
+				"length, e.g. 10.0.0.0/8 or 2001:db8::/32",
+				s);
 		else if (strv_add(&b->r.cidrs, &b->r.n_cidrs, norm) < 0)
 			return -ENOMEM;
 	}
@@ -411,27 +431,30 @@ static const struct {
 	const char *key;
 	key_fn fn;
 } rule_keys[] = {
-	{ "name", key_name },       { "host", key_host },     { "hosts", key_hosts },
-	{ "methods", key_methods }, { "paths", key_paths },   { "inject", key_inject },
-	{ "l4_forward", key_l4 },   { "cidrs", key_cidrs },   { "refresh", key_refresh },
+	{"name", key_name},	  {"host", key_host},	{"hosts", key_hosts},
+	{"methods", key_methods}, {"paths", key_paths}, {"inject", key_inject},
+	{"l4_forward", key_l4},	  {"cidrs", key_cidrs}, {"refresh", key_refresh},
 };
 
 /* Near-misses that would otherwise widen a rule silently. */
 static const char *const rule_key_hints[][2] = {
-	{ "method", "methods" }, { "path", "paths" },   { "cidr", "cidrs" },
-	{ "header", "inject" },  { "headers", "inject" }, { "l4", "l4_forward" },
-	{ "l4forward", "l4_forward" }, { "injects", "inject" }, { "hostname", "hosts" },
+	{"method", "methods"},	     {"path", "paths"},	    {"cidr", "cidrs"},
+	{"header", "inject"},	     {"headers", "inject"}, {"l4", "l4_forward"},
+	{"l4forward", "l4_forward"}, {"injects", "inject"}, {"hostname", "hosts"},
 };
 
 static void unknown_rule_key(struct pctx *c, yaml_node_t *k, const char *name)
 {
 	for (size_t i = 0; i < ELEMENTSOF(rule_key_hints); i++)
 		if (streq(name, rule_key_hints[i][0])) {
-			problem(c, k, "unknown key '%s'; did you mean '%s'?", name, rule_key_hints[i][1]);
+			problem(c, k, "unknown key '%s'; did you mean '%s'?", name,
+				rule_key_hints[i][1]);
 			return;
 		}
-	problem(c, k, "unknown key '%s'; a rule has name, hosts (or host), methods, paths, "
-		      "inject, refresh, l4_forward and cidrs", name);
+	problem(c, k,
+		"unknown key '%s'; a rule has name, hosts (or host), methods, paths, "
+		"inject, refresh, l4_forward and cidrs",
+		name);
 }
 
 static bool has_exec(const struct up_rule *r)
@@ -451,31 +474,36 @@ static void check_rule(struct pctx *c, struct rb *b)
 	if (b->host && b->hosts)
 		problem(c, b->hosts, "both 'host' and 'hosts' are set; keep only 'hosts'");
 	if (b->r.l4) {
-		yaml_node_t *bad[] = { b->methods, b->paths, b->inject, b->refresh };
-		const char *names[] = { "methods", "paths", "inject", "refresh" };
+		yaml_node_t *bad[] = {b->methods, b->paths, b->inject, b->refresh};
+		const char *names[] = {"methods", "paths", "inject", "refresh"};
 		for (size_t i = 0; i < ELEMENTSOF(bad); i++)
 			if (bad[i])
-				problem(c, bad[i], "l4_forward rule cannot set '%s': %s", names[i], l4_why);
+				problem(c, bad[i], "l4_forward rule cannot set '%s': %s", names[i],
+					l4_why);
 		if (!b->host && !b->hosts && !b->cidrs)
 			problem(c, b->node, "l4_forward rule needs 'hosts' and/or 'cidrs'");
 		return;
 	}
 	if (b->cidrs)
-		problem(c, b->cidrs, "'cidrs' is only for l4_forward rules; add 'l4_forward: true' "
-				     "or remove 'cidrs'");
+		problem(c, b->cidrs,
+			"'cidrs' is only for l4_forward rules; add 'l4_forward: true' "
+			"or remove 'cidrs'");
 	if (!b->host && !b->hosts)
-		problem(c, b->node, "missing required field 'hosts'; list the host regexes this rule "
-				    "allows, e.g. hosts: ['api\\.example\\.com']");
+		problem(c, b->node,
+			"missing required field 'hosts'; list the host regexes this rule "
+			"allows, e.g. hosts: ['api\\.example\\.com']");
 	if (b->refresh && !has_exec(&b->r))
-		problem(c, b->refresh, "'refresh' renews {{exec:...}} values, and this rule's "
-				       "inject.headers have none; remove it");
+		problem(c, b->refresh,
+			"'refresh' renews {{exec:...}} values, and this rule's "
+			"inject.headers have none; remove it");
 }
 
 static void set_label(struct pctx *c, yaml_node_t *rule, size_t index)
 {
 	const char *name = NULL;
 
-	for (yaml_node_pair_t *p = rule->data.mapping.pairs.start; p < rule->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = rule->data.mapping.pairs.start; p < rule->data.mapping.pairs.top;
+	     p++) {
 		const char *k = str(node(c, p->key));
 		if (k && streq(k, "name"))
 			name = str(node(c, p->value));
@@ -488,7 +516,8 @@ static void set_label(struct pctx *c, yaml_node_t *rule, size_t index)
 
 static int read_rule_keys(struct pctx *c, struct rb *b)
 {
-	for (yaml_node_pair_t *p = b->node->data.mapping.pairs.start; p < b->node->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = b->node->data.mapping.pairs.start;
+	     p < b->node->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = node(c, p->key);
 		const char *name = str(k);
 		size_t i;
@@ -516,14 +545,15 @@ static int read_rule_keys(struct pctx *c, struct rb *b)
 
 static int read_rule(struct pctx *c, yaml_node_t *n, size_t index)
 {
-	struct rb b = { .node = n };
+	struct rb b = {.node = n};
 	unsigned before = c->n_problems;
 	struct up_rule *nr;
 	int r;
 
 	c->label[0] = '\0';
 	if (n->type != YAML_MAPPING_NODE) {
-		problem(c, n, "rule #%zu must be a mapping with 'name', 'hosts' and so on", index + 1);
+		problem(c, n, "rule #%zu must be a mapping with 'name', 'hosts' and so on",
+			index + 1);
 		return 0;
 	}
 	set_label(c, n, index);
@@ -567,7 +597,8 @@ static int read_rules(struct pctx *c, yaml_node_t *v)
 		problem(c, v, "'rules' has %zu rules; at most %d are allowed", n, UP_MAX_RULES);
 		return 0;
 	}
-	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++, i++) {
+	for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+	     it++, i++) {
 		r = read_rule(c, node(c, *it), i);
 		if (r < 0)
 			return r;
@@ -585,7 +616,8 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 		problem(c, root, "expected a YAML mapping at the top level, with a 'rules' list");
 		return 0;
 	}
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
 		yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
 		const char *name = str(k);
 
@@ -601,8 +633,10 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 				problem(c, v, "'replace_defaults' must be true or false");
 			c->replace_defaults = t == 1;
 		} else
-			problem(c, k, "unknown key '%s' at the top level; expected 'rules' or "
-				      "'replace_defaults'", name ? name : "?");
+			problem(c, k,
+				"unknown key '%s' at the top level; expected 'rules' or "
+				"'replace_defaults'",
+				name ? name : "?");
 	}
 	return 0;
 }
@@ -619,17 +653,20 @@ static void prescan(struct pctx *c, const char *text, size_t len)
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	while (!done) {
 		if (!yaml_parser_parse(&parser, &ev)) {
-			yaml_node_t at = { .start_mark = parser.problem_mark };
-			problem(c, &at, "YAML syntax error: %s%s%s", parser.problem ? parser.problem : "?",
-				parser.context ? " " : "", parser.context ? parser.context : "");
+			yaml_node_t at = {.start_mark = parser.problem_mark};
+			problem(c, &at, "YAML syntax error: %s%s%s",
+				parser.problem ? parser.problem : "?", parser.context ? " " : "",
+				parser.context ? parser.context : "");
 			break;
 		}
-		yaml_node_t at = { .start_mark = ev.start_mark };
+		yaml_node_t at = {.start_mark = ev.start_mark};
 		if (ev.type == YAML_ALIAS_EVENT)
-			problem(c, &at, "YAML aliases (*name) are not supported in rules files; "
-					"write the value out");
+			problem(c, &at,
+				"YAML aliases (*name) are not supported in rules files; "
+				"write the value out");
 		else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
-			problem(c, &at, "a rules file holds one YAML document; remove the second '---'");
+			problem(c, &at,
+				"a rules file holds one YAML document; remove the second '---'");
 		done = ev.type == YAML_STREAM_END_EVENT || c->n_problems > 0;
 		yaml_event_delete(&ev);
 	}
@@ -655,7 +692,7 @@ static int commit(struct pctx *c, struct up_ruleset *rs)
 int up_ruleset_load_string(struct up_ruleset *rs, enum up_rule_layer layer, const char *source,
 			   const char *text, size_t len, json_t *problems)
 {
-	struct pctx c = { .source = source, .problems = problems, .layer = layer };
+	struct pctx c = {.source = source, .problems = problems, .layer = layer};
 	yaml_document_t doc;
 	yaml_parser_t parser;
 	int r = 0;
@@ -698,12 +735,14 @@ int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const 
 		label = path;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		(void)json_array_append_new(problems, json_sprintf("%s: cannot read the rules file: %s",
-								   label, strerror(errno)));
+		(void)json_array_append_new(
+			problems,
+			json_sprintf("%s: cannot read the rules file: %s", label, strerror(errno)));
 		return -EINVAL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		(void)json_array_append_new(problems, json_sprintf("%s: not a regular file", label));
+		(void)json_array_append_new(problems,
+					    json_sprintf("%s: not a regular file", label));
 		return -EINVAL;
 	}
 	text = malloc(UP_MAX_RULES_FILE_SIZE + 1);
@@ -712,13 +751,15 @@ int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const 
 	while ((n = read(fd, text + len, UP_MAX_RULES_FILE_SIZE + 1 - len)) > 0)
 		len += (size_t)n;
 	if (n < 0) {
-		(void)json_array_append_new(problems, json_sprintf("%s: cannot read the rules file: %s",
-								   label, strerror(errno)));
+		(void)json_array_append_new(
+			problems,
+			json_sprintf("%s: cannot read the rules file: %s", label, strerror(errno)));
 		return -EINVAL;
 	}
 	if (len > UP_MAX_RULES_FILE_SIZE) {
-		(void)json_array_append_new(problems, json_sprintf("%s: larger than %d bytes; split it",
-								   label, UP_MAX_RULES_FILE_SIZE));
+		(void)json_array_append_new(problems,
+					    json_sprintf("%s: larger than %d bytes; split it",
+							 label, UP_MAX_RULES_FILE_SIZE));
 		return -EINVAL;
 	}
 	return up_ruleset_load_string(rs, layer, label, text, len, problems);

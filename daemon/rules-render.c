@@ -24,7 +24,8 @@ static json_t *methods_json(unsigned mask)
 	json_t *a = json_array();
 
 	for (unsigned i = 0; a && up_method_name(i); i++)
-		if ((mask & (1u << i)) && json_array_append_new(a, json_string(up_method_name(i))) < 0)
+		if ((mask & (1u << i)) &&
+		    json_array_append_new(a, json_string(up_method_name(i))) < 0)
 			return json_decref(a), NULL;
 	return a;
 }
@@ -67,7 +68,8 @@ static json_t *rule_json(const struct up_rule *r, bool show_secrets)
 		if (ret == 0 && r->n_headers)
 			ret = json_object_set_new(inject, "headers", headers_json(r, show_secrets));
 		if (ret == 0 && r->n_remove)
-			ret = json_object_set_new(inject, "remove", strv_json(r->remove, r->n_remove));
+			ret = json_object_set_new(inject, "remove",
+						  strv_json(r->remove, r->n_remove));
 	}
 	if (ret < 0)
 		return json_decref(o), NULL;
@@ -79,12 +81,14 @@ json_t *up_ruleset_render(const struct up_ruleset *rs, bool show_secrets)
 	json_t *rules = json_array();
 
 	for (size_t i = 0; rules && i < up_ruleset_count(rs); i++)
-		if (json_array_append_new(rules, rule_json(up_ruleset_get(rs, i), show_secrets)) < 0) {
+		if (json_array_append_new(rules, rule_json(up_ruleset_get(rs, i), show_secrets)) <
+		    0) {
 			json_decref(rules);
 			return NULL;
 		}
 	/* json_pack's "o" consumes the array even when it fails */
-	return rules ? json_pack("{s:i, s:o}", "version", UP_RULES_FORMAT_VERSION, "rules", rules) : NULL;
+	return rules ? json_pack("{s:i, s:o}", "version", UP_RULES_FORMAT_VERSION, "rules", rules)
+		     : NULL;
 }
 
 /* Reading the format back (test vectors, round trips). */
@@ -100,7 +104,7 @@ static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
 	*out = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!*out)
 		return -ENOMEM;
-	json_array_foreach(a, i, v) {
+	json_array_foreach (a, i, v) {
 		const char *s = json_string_value(v);
 		char why[256];
 		if (!s || (cidr ? up_cidr_normalize(s, norm, sizeof(norm)) < 0
@@ -116,7 +120,8 @@ static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
 
 static int json_rule_headers(const json_t *inject, struct up_rule *r)
 {
-	const json_t *h = json_object_get(inject, "headers"), *rm = json_object_get(inject, "remove");
+	const json_t *h = json_object_get(inject, "headers"),
+		     *rm = json_object_get(inject, "remove");
 	const char *k;
 	json_t *v;
 	size_t i;
@@ -127,7 +132,7 @@ static int json_rule_headers(const json_t *inject, struct up_rule *r)
 		return -EINVAL;
 	if (rm && !(r->remove = calloc(json_array_size(rm) + 1, sizeof(char *))))
 		return -ENOMEM;
-	json_array_foreach(rm, i, v) {
+	json_array_foreach (rm, i, v) {
 		if (!json_is_string(v) || !up_header_name_valid(json_string_value(v)))
 			return -EINVAL;
 		if (!(r->remove[r->n_remove] = strdup(json_string_value(v))))
@@ -139,7 +144,7 @@ static int json_rule_headers(const json_t *inject, struct up_rule *r)
 	r->headers = calloc(json_object_size(h) + 1, sizeof(*r->headers));
 	if (!r->headers)
 		return -ENOMEM;
-	json_object_foreach((json_t *)h, k, v) {
+	json_object_foreach ((json_t *)h, k, v) {
 		struct up_rule_header *x = &r->headers[r->n_headers];
 		if (!json_is_string(v) || !up_header_name_valid(k))
 			return -EINVAL;
@@ -171,7 +176,9 @@ static int json_rule(const json_t *o, struct up_rule *r)
 	r->source = strdup(source ? source : "json");
 	if ((name && !r->name) || !r->source)
 		return -ENOMEM;
-	ret = json_object_get(o, "hosts") ? json_strv(json_object_get(o, "hosts"), &r->hosts, &r->n_hosts, false) : 0;
+	ret = json_object_get(o, "hosts")
+		      ? json_strv(json_object_get(o, "hosts"), &r->hosts, &r->n_hosts, false)
+		      : 0;
 	if (ret >= 0 && json_object_get(o, "paths"))
 		ret = json_strv(json_object_get(o, "paths"), &r->paths, &r->n_paths, false);
 	if (ret >= 0 && json_object_get(o, "cidrs"))
@@ -181,13 +188,14 @@ static int json_rule(const json_t *o, struct up_rule *r)
 	if (ret < 0)
 		return ret;
 	if ((v = json_object_get(o, "port"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65535)
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 65535)
 			return -EINVAL;
 		r->port = (unsigned)json_integer_value(v);
 	}
 	if (m && !json_is_array(m))
 		return -EINVAL;
-	json_array_foreach(m, i, v) {
+	json_array_foreach (m, i, v) {
 		int bit = json_is_string(v) ? up_method_bit(json_string_value(v)) : -EINVAL;
 		if (bit < 0)
 			return -EINVAL;
@@ -206,12 +214,13 @@ static int load_list(struct up_ruleset *rs, const json_t *a, const char *key, js
 		(void)json_array_append_new(problems, json_sprintf("'%s' must be an array", key));
 		return -EINVAL;
 	}
-	json_array_foreach(a, i, o) {
-		struct up_rule rule = { 0 };
+	json_array_foreach (a, i, o) {
+		struct up_rule rule = {0};
 		r = json_rule(o, &rule);
 		if (r < 0) {
 			up_rule_done(&rule);
-			(void)json_array_append_new(problems, json_sprintf("%s[%zu]: not a valid rule", key, i));
+			(void)json_array_append_new(
+				problems, json_sprintf("%s[%zu]: not a valid rule", key, i));
 			return r;
 		}
 		r = up_ruleset_take(rs, &rule);
@@ -226,12 +235,14 @@ int up_ruleset_load_json(struct up_ruleset *rs, const json_t *doc, json_t *probl
 	int r;
 
 	if (!json_is_object(doc)) {
-		(void)json_array_append_new(problems, json_string("the rules document must be an object"));
+		(void)json_array_append_new(problems,
+					    json_string("the rules document must be an object"));
 		return -EINVAL;
 	}
 	if (json_integer_value(json_object_get(doc, "version")) != UP_RULES_FORMAT_VERSION) {
 		(void)json_array_append_new(problems, json_sprintf("the rules document must have "
-								   "\"version\": %d", UP_RULES_FORMAT_VERSION));
+								   "\"version\": %d",
+								   UP_RULES_FORMAT_VERSION));
 		return -EINVAL;
 	}
 	r = load_list(rs, json_object_get(doc, "rules"), "rules", problems);
@@ -269,7 +280,8 @@ int up_url_split(const char *url, bool *https, char *host, size_t host_len, char
 		n = (size_t)((colon ? colon : end) - p);
 	}
 	if (n == 0 || n >= host_len) {
-		(void)snprintf(why, why_len, n ? "the URL's host is too long" : "the URL has no host");
+		(void)snprintf(why, why_len,
+			       n ? "the URL's host is too long" : "the URL has no host");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++)

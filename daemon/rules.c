@@ -19,11 +19,8 @@ struct up_ruleset {
 };
 
 static const char *const layer_names[_UP_LAYER_MAX] = {
-	[UP_LAYER_AUTH] = "auth",
-	[UP_LAYER_KUBE] = "kube",
-	[UP_LAYER_USER] = "user",
-	[UP_LAYER_AGENT] = "agent",
-	[UP_LAYER_GENERIC] = "generic",
+	[UP_LAYER_AUTH] = "auth",   [UP_LAYER_KUBE] = "kube",	    [UP_LAYER_USER] = "user",
+	[UP_LAYER_AGENT] = "agent", [UP_LAYER_GENERIC] = "generic",
 };
 
 static const char *const method_names[] = {
@@ -165,7 +162,7 @@ void up_rule_done(struct up_rule *r)
 		free(r->headers[i].resolved);
 	}
 	free(r->headers);
-	*r = (struct up_rule){ 0 };
+	*r = (struct up_rule){0};
 }
 
 static int compile_all(char **v, size_t n, bool caseless, void **out)
@@ -235,7 +232,7 @@ int up_ruleset_take(struct up_ruleset *rs, struct up_rule *r)
 		return ret;
 	}
 	rs->rules[rs->n++] = *r;
-	*r = (struct up_rule){ 0 };
+	*r = (struct up_rule){0};
 	return 0;
 }
 
@@ -351,9 +348,10 @@ int up_ruleset_finish(struct up_ruleset *rs, bool no_defaults, json_t *problems)
 		if (!rs->rules[i].name && asprintf(&rs->rules[i].name, "<rule[%zu]>", i) < 0)
 			return -ENOMEM;
 	if (n == 0) {
-		(void)json_array_append_new(problems, json_string(
-			"no rules loaded; uplink would deny everything. Give a rules file with --rules, "
-			"or drop --no-default-rules / replace_defaults"));
+		(void)json_array_append_new(
+			problems, json_string("no rules loaded; uplink would deny everything. Give "
+					      "a rules file with --rules, "
+					      "or drop --no-default-rules / replace_defaults"));
 		return -ENOENT;
 	}
 	return 0;
@@ -473,7 +471,8 @@ const struct up_rule *up_ruleset_match_connect(const struct up_ruleset *rs, cons
 }
 
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
-				     const char *host, const char *path, const struct up_rule **rule)
+				     const char *host, const char *path,
+				     const struct up_rule **rule)
 {
 	char h[256];
 

@@ -18,10 +18,10 @@
 
 /* First match wins, in this order. */
 enum up_rule_layer {
-	UP_LAYER_AUTH,    /* the agent's own credentials */
-	UP_LAYER_KUBE,    /* --kube-context API servers */
-	UP_LAYER_USER,    /* --rules files, then inline config rules, in order */
-	UP_LAYER_AGENT,   /* the agent's default rules */
+	UP_LAYER_AUTH,	  /* the agent's own credentials */
+	UP_LAYER_KUBE,	  /* --kube-context API servers */
+	UP_LAYER_USER,	  /* --rules files, then inline config rules, in order */
+	UP_LAYER_AGENT,	  /* the agent's default rules */
 	UP_LAYER_GENERIC, /* read-only catch-all */
 	_UP_LAYER_MAX,
 	_UP_LAYER_INVALID = -1,
@@ -40,9 +40,9 @@ const char *up_method_name(unsigned bit);
 
 struct up_rule_header {
 	char *name;
-	char *value;    /* as written, placeholders included */
+	char *value;	/* as written, placeholders included */
 	char *resolved; /* NULL until resolved; a secret: never log it */
-	bool literal;   /* `resolved` is the credential itself (a kube token), set by its maker:
+	bool literal;	/* `resolved` is the credential itself (a kube token), set by its maker:
 			 * never scanned for placeholders, kept when the set is resolved again */
 };
 
@@ -54,16 +54,17 @@ struct up_rule {
 	char **hosts;
 	size_t n_hosts;
 	unsigned methods; /* bit i = i-th of UP_HTTP_METHODS; 0 = any */
-	char **paths;     /* NULL: any path */
+	char **paths;	  /* NULL: any path */
 	size_t n_paths;
-	char **cidrs;     /* l4 only, normalised */
+	char **cidrs; /* l4 only, normalised */
 	size_t n_cidrs;
 	struct up_rule_header *headers;
 	size_t n_headers;
 	char **remove; /* header names taken off allowed requests (inject.remove); NULL: none */
 	size_t n_remove;
-	unsigned port; /* only requests to this port (kube rules); 0: any */
-	uint64_t refresh_s; /* refresh: DURATION: its {{exec:...}} values renewed this often; 0 never */
+	unsigned port;		 /* only requests to this port (kube rules); 0: any */
+	uint64_t refresh_s;	 /* refresh: DURATION: its {{exec:...}} values renewed this often; 0
+				    never */
 	void *host_re, *path_re; /* compiled (pcre2_code **) */
 };
 
@@ -81,7 +82,8 @@ void up_ruleset_freep(struct up_ruleset **rs);
  */
 int up_ruleset_load_string(struct up_ruleset *rs, enum up_rule_layer layer, const char *source,
 			   const char *text, size_t len, json_t *problems) _wur_;
-/* Same, reading the file at `path` (bounded by UP_MAX_RULES_FILE_SIZE); problems name `label` (NULL: path). */
+/* Same, reading the file at `path` (bounded by UP_MAX_RULES_FILE_SIZE); problems name `label`
+ * (NULL: path). */
 int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const char *path,
 			 const char *label, json_t *problems) _wur_;
 
@@ -141,7 +143,8 @@ enum up_decision {
 /* (A plain-http request that an injecting rule would take is denied: the addon never sends a
  * credential in clear.) */
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
-				     const char *host, const char *path, const struct up_rule **rule);
+				     const char *host, const char *path,
+				     const struct up_rule **rule);
 
 /*
  * Splits an http(s) URL into its scheme, a lowercase host (no port, no brackets) and the path
@@ -153,11 +156,11 @@ int up_url_split(const char *url, bool *https, char *host, size_t host_len, char
 /*
  * The proxy's input, as manifests/mitm/README.md describes it:
  * {"version": 1, "rules": [{"name", "layer", "source", "hosts", "methods"?, "paths"?,
- * "inject"?: {"headers"?: {...}, "remove"?: [...]}} | {"name", "layer", "source", "l4_forward": true,
- * "hosts"?, "cidrs"?}]} in final order; "methods" and "paths" are left out for "any".
- * Header values are the resolved ones, shown as "<redacted>" unless `show_secrets`;
- * unresolved ones render as written. NULL on allocation failure.
+ * "inject"?: {"headers"?: {...}, "remove"?: [...]}} | {"name", "layer", "source", "l4_forward":
+ * true, "hosts"?, "cidrs"?}]} in final order; "methods" and "paths" are left out for "any". Header
+ * values are the resolved ones, shown as "<redacted>" unless `show_secrets`; unresolved ones render
+ * as written. NULL on allocation failure.
  */
 json_t *up_ruleset_render(const struct up_ruleset *rs, bool show_secrets);
 #define UP_RULES_FORMAT_VERSION 1
-#define UP_REDACTED "<redacted>"
+#define UP_REDACTED		"<redacted>"

@@ -15,11 +15,19 @@
 #include "secret-store.h"
 
 static const SecretSchema schema = {
-	"io.uplink.Token", SECRET_SCHEMA_DONT_MATCH_NAME,
-	{ { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },
-	  { "username", SECRET_SCHEMA_ATTRIBUTE_STRING },
-	  { NULL, 0 } },
-	0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	"io.uplink.Token",
+	SECRET_SCHEMA_DONT_MATCH_NAME,
+	{{"service", SECRET_SCHEMA_ATTRIBUTE_STRING},
+	 {"username", SECRET_SCHEMA_ATTRIBUTE_STRING},
+	 {NULL, 0}},
+	0,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
 };
 
 static int from_gerror(GError *e, const char *what, char *why, size_t why_len)
@@ -76,10 +84,11 @@ static int lookup(const char *service, const char *user, char **value, char *why
 	svc = secret_service_open_sync(SECRET_TYPE_SERVICE, NULL, SECRET_SERVICE_LOAD_COLLECTIONS,
 				       NULL, &e);
 	if (!svc)
-		return from_gerror(e, "cannot reach the Secret Service on the session bus", why, why_len);
+		return from_gerror(e, "cannot reach the Secret Service on the session bus", why,
+				   why_len);
 	attrs = secret_attributes_build(&schema, "service", service, "username", user, NULL);
-	items = secret_service_search_sync(svc, &schema, attrs,
-					   SECRET_SEARCH_ALL | SECRET_SEARCH_LOAD_SECRETS, NULL, &e);
+	items = secret_service_search_sync(
+		svc, &schema, attrs, SECRET_SEARCH_ALL | SECRET_SEARCH_LOAD_SECRETS, NULL, &e);
 	g_hash_table_unref(attrs);
 	if (e) {
 		g_object_unref(svc);

@@ -8,7 +8,8 @@
 
 #include "secret-store.h"
 
-static int file_lookup(const char *service, const char *user, char **value, char *why, size_t why_len)
+static int file_lookup(const char *service, const char *user, char **value, char *why,
+		       size_t why_len)
 {
 	const char *path = getenv(UP_SECRET_FILE_ENV);
 	json_error_t err;
@@ -25,7 +26,7 @@ static int file_lookup(const char *service, const char *user, char **value, char
 		(void)snprintf(why, why_len, "cannot read %s: %s", path, err.text);
 		return -EIO;
 	}
-	json_array_foreach(json_object_get(doc, "entries"), i, e) {
+	json_array_foreach (json_object_get(doc, "entries"), i, e) {
 		const char *s = json_string_value(json_object_get(e, "service"));
 		const char *u = json_string_value(json_object_get(e, "username"));
 		const char *v = json_string_value(json_object_get(e, "value"));

@@ -15,7 +15,8 @@
  */
 struct up_secret_store_impl {
 	const char *name;
-	int (*lookup)(const char *service, const char *user, char **value, char *why, size_t why_len);
+	int (*lookup)(const char *service, const char *user, char **value, char *why,
+		      size_t why_len);
 };
 
 /* Secret Service (gnome-keyring, KeePassXC) through libsecret; attributes service and username. */
@@ -29,4 +30,4 @@ extern const struct up_secret_store_impl up_secret_store_file;
 /* $UPLINK_SECRET_STORE ("libsecret", the default, or "file"); NULL for an unknown name. */
 const struct up_secret_store_impl *up_secret_store_pick(void);
 #define UP_SECRET_STORE_ENV "UPLINK_SECRET_STORE"
-#define UP_SECRET_FILE_ENV "UPLINK_SECRET_FILE"
+#define UP_SECRET_FILE_ENV  "UPLINK_SECRET_FILE"

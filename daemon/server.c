@@ -132,7 +132,8 @@ int up_conn_send(struct up_conn *c, const json_t *msg)
 	}
 	c->writes_pending++;
 	if (c->pipe.write_queue_size > UP_WRITE_QUEUE_MAX) {
-		log_warning("Client %" PRIu64 " (pid %d) reads too slowly (%zu bytes queued), disconnecting",
+		log_warning("Client %" PRIu64
+			    " (pid %d) reads too slowly (%zu bytes queued), disconnecting",
 			    c->serial, (int)c->pid, c->pipe.write_queue_size);
 		conn_close(c);
 		return -ENOBUFS;
@@ -190,7 +191,8 @@ static void conn_process(struct up_conn *c)
 		if (r == 0)
 			break;
 		if (r < 0) {
-			log_warning("Client %" PRIu64 " (pid %d) sent a line over %d bytes, disconnecting",
+			log_warning("Client %" PRIu64
+				    " (pid %d) sent a line over %d bytes, disconnecting",
 				    c->serial, (int)c->pid, UP_MAX_FRAME_SIZE);
 			conn_close(c);
 			break;
@@ -210,7 +212,8 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 		return;
 	if (n < 0) {
 		if (n != UV_EOF)
-			log_debug("Client %" PRIu64 ": read failed: %s", c->serial, uv_strerror((int)n));
+			log_debug("Client %" PRIu64 ": read failed: %s", c->serial,
+				  uv_strerror((int)n));
 		conn_close(c);
 		return;
 	}
@@ -289,8 +292,9 @@ static void admit(struct up_conn *c)
 		return;
 	}
 	if (c->uid != getuid()) {
-		log_warning("Refused a client with uid %u (pid %d): only uid %u may use this daemon",
-			    (unsigned)c->uid, (int)c->pid, (unsigned)getuid());
+		log_warning(
+			"Refused a client with uid %u (pid %d): only uid %u may use this daemon",
+			(unsigned)c->uid, (int)c->pid, (unsigned)getuid());
 		(void)snprintf(why, sizeof(why),
 			       "this uplinkd belongs to uid %u; uid %u must use its own "
 			       "(systemctl --user start uplinkd.socket as that user)",
@@ -303,7 +307,8 @@ static void admit(struct up_conn *c)
 		return;
 	}
 	if (s->stats.clients > UP_MAX_CLIENTS) {
-		log_warning("Refused client pid %d: already %d clients", (int)c->pid, UP_MAX_CLIENTS);
+		log_warning("Refused client pid %d: already %d clients", (int)c->pid,
+			    UP_MAX_CLIENTS);
 		(void)snprintf(why, sizeof(why),
 			       "uplinkd already serves %d clients, its limit; close some and retry",
 			       UP_MAX_CLIENTS);
@@ -424,7 +429,7 @@ void up_server_shutdown(struct up_server *s)
 	s->shutting_down = true;
 	if (!uv_is_closing((uv_handle_t *)&s->listener))
 		uv_close((uv_handle_t *)&s->listener, on_listener_close);
-	up_list_for_each_safe(pos, tmp, &s->conns) {
+	up_list_for_each_safe (pos, tmp, &s->conns) {
 		struct up_conn *c = up_container_of(pos, struct up_conn, link);
 
 		up_rpc_conn_cancel_all(c);
@@ -436,7 +441,7 @@ void up_server_close_all(struct up_server *s)
 {
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, &s->conns)
+	up_list_for_each_safe (pos, tmp, &s->conns)
 		conn_close(up_container_of(pos, struct up_conn, link));
 }
 

@@ -23,7 +23,7 @@ struct up_server;
 struct up_conn {
 	struct up_server *server;
 	uv_pipe_t pipe;
-	struct up_list link;     /* up_server::conns */
+	struct up_list link; /* up_server::conns */
 	struct up_frame frame;
 	struct up_list requests; /* up_request::link, in-flight requests */
 	unsigned inflight;
@@ -33,7 +33,7 @@ struct up_conn {
 	pid_t pid;
 	bool reading;
 	bool processing;     /* inside conn_process(), which must not nest */
-	bool closing;        /* uv_close() has been called */
+	bool closing;	     /* uv_close() has been called */
 	bool close_on_flush; /* close once every queued write is done */
 };
 

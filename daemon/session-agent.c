@@ -38,22 +38,30 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 	a->args = calloc(n + 1, sizeof(char *));
 	if (!a->args)
 		return -ENOMEM;
-	json_array_foreach(s->o.args, i, v)
+	json_array_foreach (s->o.args, i, v)
 		a->args[i] = json_string_value(v);
 	r = up_store_session_dir(s->all->store, s->id, dir, sizeof(dir));
 	if (r >= 0 && !s->o.dry_run && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		r = -errno;
 	if (r < 0) {
-		(void)snprintf(err, len, "cannot create the session folder %s: %s", dir, strerror(-r));
+		(void)snprintf(err, len, "cannot create the session folder %s: %s", dir,
+			       strerror(-r));
 		return r;
 	}
 	uid_t uid;
 	gid_t gid;
 	session_host_ids(&uid, &gid);
 	struct up_agent_input in = {
-		.mode = s->o.mode, .home = s->o.home, .uid = uid, .gid = gid,
-		.user = s->o.user, .cwd = s->o.cwd, .args = a->args, .session_id = s->id,
-		.state_dir = s->o.dry_run ? NULL : dir, .debug = s->o.debug,
+		.mode = s->o.mode,
+		.home = s->o.home,
+		.uid = uid,
+		.gid = gid,
+		.user = s->o.user,
+		.cwd = s->o.cwd,
+		.args = a->args,
+		.session_id = s->id,
+		.state_dir = s->o.dry_run ? NULL : dir,
+		.debug = s->o.debug,
 	};
 	return up_agent_prepare(a->impl, &in, &a->p, err, len);
 }

@@ -24,9 +24,9 @@
 #include "session-private.h"
 #include "store.h"
 
-#define MITM_POD "mitm"
+#define MITM_POD       "mitm"
 #define MITM_CONTAINER "mitm"
-#define AUDIT_FILE "audit.jsonl"
+#define AUDIT_FILE     "audit.jsonl"
 
 struct chunk {
 	struct chunk *next;
@@ -50,11 +50,11 @@ struct audit {
 	struct up_kube_call *stream;
 	uv_timer_t *timer; /* reconnect backoff, then the drain deadline */
 	unsigned attempts;
-	uint64_t seen;        /* audit lines known: the index of the next one */
-	uint64_t skip;        /* lines the current stream replays before new ones */
-	uint64_t on_stream;   /* audit lines the current stream has given */
-	bool draining, done;  /* stop asked; finished (file closing, subs told) */
-	struct up_list subs;  /* up_audit_sub::link */
+	uint64_t seen;	     /* audit lines known: the index of the next one */
+	uint64_t skip;	     /* lines the current stream replays before new ones */
+	uint64_t on_stream;  /* audit lines the current stream has given */
+	bool draining, done; /* stop asked; finished (file closing, subs told) */
+	struct up_list subs; /* up_audit_sub::link */
 	/* the file */
 	uv_work_t open_work;
 	bool opening, busy;
@@ -65,7 +65,7 @@ struct audit {
 	size_t queued, dropped;
 };
 
-static struct up_list followers = { &followers, &followers };
+static struct up_list followers = {&followers, &followers};
 
 static void open_stream(struct audit *a);
 static void write_next(struct audit *a);
@@ -74,7 +74,7 @@ static struct audit *find(const char *id)
 {
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, &followers) {
+	up_list_for_each_safe (pos, tmp, &followers) {
 		struct audit *a = up_container_of(pos, struct audit, link);
 		if (!a->done && !strcmp(a->id, id))
 			return a;
@@ -152,7 +152,7 @@ static void finish(struct audit *a)
 	if (a->dropped)
 		log_warning("Session %s: %zu bytes of audit log could not be written to %s", a->id,
 			    a->dropped, a->path);
-	up_list_for_each_safe(pos, tmp, &a->subs) {
+	up_list_for_each_safe (pos, tmp, &a->subs) {
 		struct up_audit_sub *sub = up_container_of(pos, struct up_audit_sub, link);
 		up_list_remove(&sub->link);
 		sub->end(sub->ud);
@@ -179,8 +179,8 @@ static void on_fs(uv_fs_t *req)
 			a->tail = NULL;
 		a->queued -= c->len;
 		if (res < 0 && !a->open_error) {
-			log_warning("Session %s: cannot write %s: %s; the audit log stops here", a->id,
-				    a->path, uv_strerror((int)res));
+			log_warning("Session %s: cannot write %s: %s; the audit log stops here",
+				    a->id, a->path, uv_strerror((int)res));
 			a->open_error = (int)res;
 		}
 		free(c);
@@ -270,8 +270,8 @@ static void open_after(uv_work_t *w, int status)
 	(void)status;
 	a->opening = false;
 	if (a->open_error < 0)
-		log_warning("Session %s: cannot open %s: %s; its audit log is not kept", a->id, a->path,
-			    strerror(-a->open_error));
+		log_warning("Session %s: cannot open %s: %s; its audit log is not kept", a->id,
+			    a->path, strerror(-a->open_error));
 	if (a->done) {
 		write_next(a);
 		maybe_free(a);
@@ -301,12 +301,18 @@ static int on_line(const char *line, size_t len, void *ud)
 	if (up_audit_event_denied(ev)) {
 		char what[512];
 		(void)snprintf(what, sizeof(what), "%s %s%s",
-			       json_is_string(json_object_get(ev, "method")) ? json_string_value(json_object_get(ev, "method")) : "CONNECT",
-			       json_is_string(json_object_get(ev, "host")) ? json_string_value(json_object_get(ev, "host")) : "?",
-			       json_is_string(json_object_get(ev, "path")) ? json_string_value(json_object_get(ev, "path")) : "");
+			       json_is_string(json_object_get(ev, "method"))
+				       ? json_string_value(json_object_get(ev, "method"))
+				       : "CONNECT",
+			       json_is_string(json_object_get(ev, "host"))
+				       ? json_string_value(json_object_get(ev, "host"))
+				       : "?",
+			       json_is_string(json_object_get(ev, "path"))
+				       ? json_string_value(json_object_get(ev, "path"))
+				       : "");
 		(void)up_notify_denied(a->notifier, a->id, what);
 	}
-	up_list_for_each_safe(pos, tmp, &a->subs) {
+	up_list_for_each_safe (pos, tmp, &a->subs) {
 		struct up_audit_sub *sub = up_container_of(pos, struct up_audit_sub, link);
 		sub->ev(ev, a->seen, sub->ud);
 	}
@@ -357,7 +363,7 @@ static void open_stream(struct audit *a)
 		    (int)sizeof(url))
 		r = up_kube_stream(k, url, on_line, on_end, a, &a->stream);
 	if (r < 0) {
-		struct up_kube_error e = { .r = r };
+		struct up_kube_error e = {.r = r};
 		(void)snprintf(e.message, sizeof(e.message), "%s", strerror(-r));
 		on_end(&e, NULL, a);
 	}
@@ -373,7 +379,8 @@ void up_session_audit_start(struct up_session *s)
 	if (find(s->id) || s->o.dry_run)
 		return;
 	if (up_store_session_dir(s->all->store, s->id, dir, sizeof(dir)) < 0) {
-		log_warning("Session %s: the state folder path is too long; no audit log, ignoring", s->id);
+		log_warning("Session %s: the state folder path is too long; no audit log, ignoring",
+			    s->id);
 		return;
 	}
 	a = calloc(1, sizeof(*a));
@@ -382,7 +389,8 @@ void up_session_audit_start(struct up_session *s)
 		if (a)
 			free(a->timer);
 		free(a);
-		log_warning("Session %s: cannot follow the audit log: out of memory, ignoring", s->id);
+		log_warning("Session %s: cannot follow the audit log: out of memory, ignoring",
+			    s->id);
 		return;
 	}
 	a->loop = s->all->loop;
@@ -489,7 +497,10 @@ static void read_run(uv_work_t *w)
 		char tmp[65536];
 		start = st.st_size - UP_AUDIT_HISTORY_MAX;
 		for (off_t off = 0; off < start; off += n) {
-			n = pread(fd, tmp, (size_t)(start - off) < sizeof(tmp) ? (size_t)(start - off) : sizeof(tmp), off);
+			n = pread(fd, tmp,
+				  (size_t)(start - off) < sizeof(tmp) ? (size_t)(start - off)
+								      : sizeof(tmp),
+				  off);
 			if (n <= 0)
 				break;
 			for (ssize_t i = 0; i < n; i++)

@@ -23,7 +23,7 @@ static int merge_agent_profiles(struct up_session *s, json_t *list)
 
 	for (size_t i = 0; i < n; i++) {
 		bool seen = false;
-		json_array_foreach(list, j, v)
+		json_array_foreach (list, j, v)
 			seen = seen || streq(json_string_value(v), names[i]);
 		if (!seen && json_array_append_new(list, json_string(names[i])) < 0)
 			return -ENOMEM;
@@ -37,9 +37,9 @@ static json_t *dedup(const json_t *given)
 	json_t *out = json_array(), *v, *w;
 	size_t i, j;
 
-	json_array_foreach(given, i, v) {
+	json_array_foreach (given, i, v) {
 		bool seen = false;
-		json_array_foreach(out, j, w)
+		json_array_foreach (out, j, w)
 			seen = seen || json_equal(v, w);
 		if (out && !seen && json_array_append(out, v) < 0)
 			return json_decref(out), NULL;
@@ -70,12 +70,13 @@ int session_aws_prepare(struct up_session *s)
 	if (r >= 0 && !(x->out.aws_ini = up_aws_dummy_ini(x->aws_profiles)))
 		r = -ENOMEM;
 	if (r >= 0)
-		r = up_aws_export_all(x->aws_profiles, &x->out.aws_creds_json, &x->aws_expires_at, why,
-				      sizeof(why));
+		r = up_aws_export_all(x->aws_profiles, &x->out.aws_creds_json, &x->aws_expires_at,
+				      why, sizeof(why));
 	if (r < 0) {
 		s->prep_e = r == -ENOMEM ? UP_ERR_INTERNAL_ERROR : UP_ERR_PREREQ_MISSING;
 		if (!why[0])
-			(void)snprintf(why, sizeof(why), "cannot prepare the AWS profiles: %s", strerror(-r));
+			(void)snprintf(why, sizeof(why), "cannot prepare the AWS profiles: %s",
+				       strerror(-r));
 		s->prep_error = strdup(why);
 	}
 	return r;
@@ -89,7 +90,9 @@ void session_aws_warn_rules(struct up_session *s, json_t *warnings)
 	if (!x || json_array_size(x->aws_profiles) == 0 ||
 	    up_ruleset_match(s->rs, "POST", "sts.amazonaws.com", "/"))
 		return;
-	(void)json_array_append_new(warnings, json_string(
-		"AWS profiles are set up, but no rule allows POST to AWS (sts.amazonaws.com): only "
-		"GET, HEAD and OPTIONS reach AWS until a rules file allows more (examples/rules/aws.yaml)"));
+	(void)json_array_append_new(warnings,
+				    json_string("AWS profiles are set up, but no rule allows POST "
+						"to AWS (sts.amazonaws.com): only "
+						"GET, HEAD and OPTIONS reach AWS until a rules "
+						"file allows more (examples/rules/aws.yaml)"));
 }

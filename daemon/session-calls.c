@@ -40,7 +40,8 @@ static int track(struct up_session *s, struct scall *c)
 }
 
 static struct scall *scall_new(struct up_session *s,
-			       void (*done)(struct up_session *, const struct up_kube_error *, json_t *))
+			       void (*done)(struct up_session *, const struct up_kube_error *,
+					    json_t *))
 {
 	struct scall *c = calloc(1, sizeof(*c));
 

@@ -14,7 +14,9 @@
 
 bool session_git_host_ok(const char *host)
 {
-	size_t n = host ? strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") : 0;
+	size_t n = host ? strspn(host,
+				 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-")
+			: 0;
 
 	if (n == 0 || n > 253)
 		return false;
@@ -29,7 +31,7 @@ bool session_git_host_ok(const char *host)
 static int git_get(const char *key, char *out, size_t len)
 {
 	char git[] = "git", config[] = "config", global[] = "--global", get[] = "--get", k[64];
-	char *argv[] = { git, config, global, get, k, NULL };
+	char *argv[] = {git, config, global, get, k, NULL};
 	int status = 0, r;
 
 	(void)snprintf(k, sizeof(k), "%s", key);
@@ -66,12 +68,14 @@ static void identity(FILE *f, bool *any, json_t *warnings)
 
 	if (git_get("user.name", name, sizeof(name)) == -ENOENT ||
 	    git_get("user.email", email, sizeof(email)) == -ENOENT) {
-		warn(warnings, "git is not installed (or not on uplinkd's PATH): the agent gets no git "
+		warn(warnings,
+		     "git is not installed (or not on uplinkd's PATH): the agent gets no git "
 		     "identity; install git, or pass --no-git-identity to silence this");
 		return;
 	}
 	if (!name[0] && !email[0]) {
-		warn(warnings, "no git user.name or user.email on this machine (git config --global): the "
+		warn(warnings,
+		     "no git user.name or user.email on this machine (git config --global): the "
 		     "agent's commits will be unattributed; set them, or pass --no-git-identity");
 		return;
 	}
@@ -97,9 +101,11 @@ int session_git_overlay(const json_t *hosts, bool with_identity, char **ret, jso
 		return -ENOMEM;
 	if (with_identity)
 		identity(f, &any, warnings);
-	json_array_foreach(hosts, i, v) {
+	json_array_foreach (hosts, i, v) {
 		const char *h = json_string_value(v);
-		fprintf(f, "%s[url \"https://%s/\"]\n\tinsteadOf = git@%s:\n\tinsteadOf = ssh://git@%s/\n",
+		fprintf(f,
+			"%s[url \"https://%s/\"]\n\tinsteadOf = git@%s:\n\tinsteadOf = "
+			"ssh://git@%s/\n",
 			any ? "\n" : "", h, h, h);
 		any = true;
 	}

@@ -73,7 +73,7 @@ static int cidr_normalise(const char *raw, char *out, size_t len, const char **r
 		bits = strtol(slash + 1, &end, 10);
 		if (slash[1] < '0' || slash[1] > '9' || *end || errno || bits < 0 || bits > max)
 			return *reason = family == AF_INET6 ? "the prefix length must be 0 to 128"
-							   : "the prefix length must be 0 to 32",
+							    : "the prefix length must be 0 to 32",
 			       -EINVAL;
 	}
 	for (int i = 0; i < max / 8; i++) {
@@ -93,11 +93,13 @@ static int check_cidrs(struct up_session_extra *x, json_t *given, char *why, siz
 	size_t i;
 
 	if (json_array_size(given) > UP_MAX_SSH_CIDRS)
-		return snprintf(why, len, "--ssh-cidr: at most %d networks", UP_MAX_SSH_CIDRS), -EINVAL;
-	json_array_foreach(given, i, v) {
+		return snprintf(why, len, "--ssh-cidr: at most %d networks", UP_MAX_SSH_CIDRS),
+		       -EINVAL;
+	json_array_foreach (given, i, v) {
 		const char *raw = json_string_value(v);
 		if (cidr_normalise(raw, cidr, sizeof(cidr), &reason) < 0)
-			return snprintf(why, len, "--ssh-cidr '%s' is not a valid CIDR: %s", raw, reason),
+			return snprintf(why, len, "--ssh-cidr '%s' is not a valid CIDR: %s", raw,
+					reason),
 			       -EINVAL;
 		if (json_array_append_new(x->out.ssh_cidrs, json_string(cidr)) < 0)
 			return -ENOMEM;
@@ -120,26 +122,34 @@ int up_session_extra_check(struct up_session_extra *x, char *why, size_t len)
 	if (r < 0)
 		return r;
 	if (json_array_size(x->git_rewrite) > UP_MAX_GIT_REWRITES)
-		return snprintf(why, len, "--git-https-rewrite: at most %d hosts", UP_MAX_GIT_REWRITES),
+		return snprintf(why, len, "--git-https-rewrite: at most %d hosts",
+				UP_MAX_GIT_REWRITES),
 		       -EINVAL;
-	json_array_foreach(x->git_rewrite, i, v)
+	json_array_foreach (x->git_rewrite, i, v)
 		if (!session_git_host_ok(json_string_value(v)))
 			return snprintf(why, len, "invalid --git-https-rewrite host: '%s'",
-					json_string_value(v)), -EINVAL;
+					json_string_value(v)),
+			       -EINVAL;
 	if (json_array_size(x->mitm_ca_cert) > UP_MAX_MITM_CA_FILES)
 		return snprintf(why, len, "--mitm-ca-cert: at most %d files", UP_MAX_MITM_CA_FILES),
 		       -EINVAL;
 	if (json_array_size(x->kube_context) > UP_MAX_KUBE_CONTEXTS)
-		return snprintf(why, len, "--kube-context: at most %d contexts", UP_MAX_KUBE_CONTEXTS),
+		return snprintf(why, len, "--kube-context: at most %d contexts",
+				UP_MAX_KUBE_CONTEXTS),
 		       -EINVAL;
-	json_array_foreach(x->kube_context, i, v)
+	json_array_foreach (x->kube_context, i, v)
 		if (!*json_string_value(v) || strlen(json_string_value(v)) > 253)
 			return snprintf(why, len, "--kube-context '%s' is not a context name",
-					json_string_value(v)), -EINVAL;
-	if (json_array_size(x->add_dir) + json_array_size(x->mount_rw) + json_array_size(x->mount_ro) >
+					json_string_value(v)),
+			       -EINVAL;
+	if (json_array_size(x->add_dir) + json_array_size(x->mount_rw) +
+		    json_array_size(x->mount_ro) >
 	    UP_MAX_SESSION_MOUNTS)
-		return snprintf(why, len, "--add-dir, --mount-rw and --mount-ro: at most %d paths "
-				"together", UP_MAX_SESSION_MOUNTS), -EINVAL;
+		return snprintf(why, len,
+				"--add-dir, --mount-rw and --mount-ro: at most %d paths "
+				"together",
+				UP_MAX_SESSION_MOUNTS),
+		       -EINVAL;
 	return 0;
 }
 
@@ -175,20 +185,25 @@ static int mount_add(struct mounts *ms, const char *flag, const char *raw, bool 
 	struct stat st;
 
 	if (!realpath(raw, m->path) || stat(m->path, &st) < 0 || (dir_only && !S_ISDIR(st.st_mode)))
-		return dir_only ? snprintf(why, len, "%s %s does not exist or is not a directory", flag, raw)
+		return dir_only ? snprintf(why, len, "%s %s does not exist or is not a directory",
+					   flag, raw)
 				: snprintf(why, len, "%s %s does not exist", flag, raw),
 		       -EINVAL;
 	if (!under(m->path, ms->home) && !(ms->real_home[0] && under(m->path, ms->real_home)))
-		return snprintf(why, len, "%s %s must be under %s", flag, m->path, ms->home), -EINVAL;
+		return snprintf(why, len, "%s %s must be under %s", flag, m->path, ms->home),
+		       -EINVAL;
 	if (streq(m->path, ms->cwd))
 		return snprintf(why, len, "%s %s is the working directory, already mounted", flag,
-				m->path), -EINVAL;
+				m->path),
+		       -EINVAL;
 	for (size_t i = 0; i < ms->n; i++) {
 		if (!streq(ms->m[i].path, m->path))
 			continue;
 		if (ms->m[i].ro != ro)
-			return snprintf(why, len, "%s is requested both read-write and read-only; pick one",
-					m->path), -EINVAL;
+			return snprintf(why, len,
+					"%s is requested both read-write and read-only; pick one",
+					m->path),
+			       -EINVAL;
 		return 0; /* given twice: once is enough */
 	}
 	m->flag = flag;
@@ -215,11 +230,13 @@ static int mounts_overlap(const struct mounts *ms, char *why, size_t len)
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++)
 			if (under(paths[i], paths[j]) || under(paths[j], paths[i]))
-				return snprintf(why, len, "%s overlap: %s and %s are nested; mount "
+				return snprintf(why, len,
+						"%s overlap: %s and %s are nested; mount "
 						"non-overlapping folders only",
 						add_dir[i] && add_dir[j] ? "--add-dir paths"
 									 : "writable mounts",
-						paths[i], paths[j]), -EINVAL;
+						paths[i], paths[j]),
+				       -EINVAL;
 	return 0;
 }
 
@@ -231,9 +248,9 @@ static int resolve_mounts(struct up_session_extra *x, const char *cwd, const cha
 		size_t field;
 		bool ro, dir_only;
 	} flags[] = {
-		{ "--add-dir", offsetof(struct up_session_extra, add_dir), false, true },
-		{ "--mount-rw", offsetof(struct up_session_extra, mount_rw), false, false },
-		{ "--mount-ro", offsetof(struct up_session_extra, mount_ro), true, false },
+		{"--add-dir", offsetof(struct up_session_extra, add_dir), false, true},
+		{"--mount-rw", offsetof(struct up_session_extra, mount_rw), false, false},
+		{"--mount-ro", offsetof(struct up_session_extra, mount_ro), true, false},
 	};
 	_cleanup_(freep) struct mounts *ms = calloc(1, sizeof(*ms));
 	json_t *v;
@@ -247,7 +264,7 @@ static int resolve_mounts(struct up_session_extra *x, const char *cwd, const cha
 	if (!realpath(home, ms->real_home))
 		ms->real_home[0] = '\0';
 	for (size_t f = 0; f < ELEMENTSOF(flags); f++)
-		json_array_foreach(*(json_t **)((char *)x + flags[f].field), i, v)
+		json_array_foreach (*(json_t **)((char *)x + flags[f].field), i, v)
 			if ((r = mount_add(ms, flags[f].flag, json_string_value(v), flags[f].ro,
 					   flags[f].dir_only, why, len)) < 0)
 				return r;
@@ -271,7 +288,7 @@ static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
 	size_t i;
 	int r = 0;
 
-	json_array_foreach(x->mitm_ca_cert, i, v) {
+	json_array_foreach (x->mitm_ca_cert, i, v) {
 		const char *path = json_string_value(v);
 		r = up_read_file(path, UP_MAX_MITM_CA_FILE_SIZE, &text, &n);
 		if (r == -ENOENT)
@@ -280,7 +297,8 @@ static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
 			(void)snprintf(why, len, "--mitm-ca-cert %s: %s", path,
 				       r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
 		else if (!memmem(text, n, "-----BEGIN CERTIFICATE-----", 27)) {
-			(void)snprintf(why, len, "--mitm-ca-cert %s: no PEM certificate found", path);
+			(void)snprintf(why, len, "--mitm-ca-cert %s: no PEM certificate found",
+				       path);
 			r = -EINVAL;
 		}
 		if (r < 0)
@@ -336,7 +354,8 @@ static int check_deploy_cluster(struct up_session *s, char *why, size_t len)
 
 	if (!s->server[0] || up_url_split(s->server, &https, host, sizeof(host), path, sizeof(path),
 					  err, sizeof(err)) < 0)
-		host[0] = '\0'; /* not known yet (its own step fails later): the CA may still tell */
+		host[0] =
+			'\0'; /* not known yet (its own step fails later): the CA may still tell */
 	port = https ? up_kube_server_port(s->server) : 80;
 	for (size_t i = 0; i < x->kube->n; i++) {
 		const struct up_kube_exposed_ctx *c = &x->kube->ctx[i];
@@ -345,16 +364,24 @@ static int check_deploy_cluster(struct up_session *s, char *why, size_t len)
 		    !(s->server_ca && same_pem(s->server_ca, c->ca_pem)))
 			continue;
 		if (!x->expose_deploy)
-			return snprintf(why, len, "--kube-context %s: this is the cluster uplink runs the "
-					"session in (%s:%d); with it the agent could read its own session's "
-					"Secrets, the credentials the proxy injects among them. Expose another "
-					"cluster, or pass --expose-deploy-cluster if this context cannot read "
-					"Secrets in agent-uplink-* namespaces", c->name, c->host, (int)c->port),
+			return snprintf(why, len,
+					"--kube-context %s: this is the cluster uplink runs the "
+					"session in (%s:%d); with it the agent could read its own "
+					"session's "
+					"Secrets, the credentials the proxy injects among them. "
+					"Expose another "
+					"cluster, or pass --expose-deploy-cluster if this context "
+					"cannot read "
+					"Secrets in agent-uplink-* namespaces",
+					c->name, c->host, (int)c->port),
 			       -EINVAL;
-		if (json_array_append_new(s->warnings, json_sprintf(
-			    "--expose-deploy-cluster: --kube-context %s reaches the cluster this session runs "
-			    "in; whatever it may read there (Secrets of agent-uplink-%s included), the agent "
-			    "may read too", c->name, s->id)) < 0)
+		if (json_array_append_new(s->warnings,
+					  json_sprintf("--expose-deploy-cluster: --kube-context %s "
+						       "reaches the cluster this session runs "
+						       "in; whatever it may read there (Secrets of "
+						       "agent-uplink-%s included), the agent "
+						       "may read too",
+						       c->name, s->id)) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -379,10 +406,14 @@ static int read_kube(struct up_session *s, char *why, size_t len)
 	const char *no_proxy = s->all->tpl ? up_manifests_agent_no_proxy(s->all->tpl) : NULL;
 	for (size_t i = 0; i < x->kube->n; i++)
 		if (up_kube_host_no_proxy(x->kube->ctx[i].host, no_proxy)) {
-			if (json_array_append_new(s->warnings, json_sprintf(
-				    "--kube-context %s: the API server %s is in the agent's NO_PROXY "
-				    "(%s), so the agent's kubectl goes around the proxy and reaches "
-				    "nothing", x->kube->ctx[i].name, x->kube->ctx[i].host, no_proxy)) < 0)
+			if (json_array_append_new(s->warnings,
+						  json_sprintf("--kube-context %s: the API server "
+							       "%s is in the agent's NO_PROXY "
+							       "(%s), so the agent's kubectl goes "
+							       "around the proxy and reaches "
+							       "nothing",
+							       x->kube->ctx[i].name,
+							       x->kube->ctx[i].host, no_proxy)) < 0)
 				return -ENOMEM;
 			break;
 		}
@@ -402,9 +433,11 @@ static int read_ssh_keys(struct up_session_extra *x, json_t *warnings, char *why
 	session_host_ids(&uid, &gid);
 	r = up_ssh_keys_load(x->ssh_key_dir, uid, &x->out.ssh, &no_keys, why, len);
 	if (r == 0 && no_keys &&
-	    json_array_append_new(warnings, json_sprintf("--ssh-key-dir %s holds no private keys: no "
-							 "ssh-agent relay started, and nothing of it "
-							 "is mounted", x->ssh_key_dir)) < 0)
+	    json_array_append_new(warnings,
+				  json_sprintf("--ssh-key-dir %s holds no private keys: no "
+					       "ssh-agent relay started, and nothing of it "
+					       "is mounted",
+					       x->ssh_key_dir)) < 0)
 		return -ENOMEM;
 	return r;
 }
@@ -420,7 +453,7 @@ static int read_ssh_keys(struct up_session_extra *x, json_t *warnings, char *why
 static int ssh_clash(const char *what, const char *path, const char *home, const char *real_home,
 		     const struct up_ssh_keys *k, char *why, size_t len)
 {
-	const char *homes[] = { home, real_home };
+	const char *homes[] = {home, real_home};
 	char dot_ssh[PATH_MAX + 8], file[2 * PATH_MAX];
 
 	for (size_t h = 0; h < ELEMENTSOF(homes); h++) {
@@ -428,17 +461,24 @@ static int ssh_clash(const char *what, const char *path, const char *home, const
 			continue;
 		(void)snprintf(dot_ssh, sizeof(dot_ssh), "%s/.ssh", homes[h]);
 		if (under(dot_ssh, path))
-			return snprintf(why, len, "--ssh-key-dir cannot be used with %s %s: it holds %.300s, "
-					"where the public keys are mounted file by file, and the container "
-					"runtime would create them in your own ~/.ssh (and show the agent "
-					"any private key in it); mount a folder that does not hold ~/.ssh",
-					what, path, dot_ssh), -EINVAL;
+			return snprintf(why, len,
+					"--ssh-key-dir cannot be used with %s %s: it holds %.300s, "
+					"where the public keys are mounted file by file, and the "
+					"container "
+					"runtime would create them in your own ~/.ssh (and show "
+					"the agent "
+					"any private key in it); mount a folder that does not hold "
+					"~/.ssh",
+					what, path, dot_ssh),
+			       -EINVAL;
 		for (size_t i = 0; i < k->n_pub; i++) {
 			(void)snprintf(file, sizeof(file), "%s/%s", dot_ssh, k->pub[i].name);
 			if (under(path, file))
-				return snprintf(why, len, "--ssh-key-dir cannot be used with %s %s: "
-						"uplink mounts %s from the key folder there", what, path,
-						k->pub[i].name), -EINVAL;
+				return snprintf(why, len,
+						"--ssh-key-dir cannot be used with %s %s: "
+						"uplink mounts %s from the key folder there",
+						what, path, k->pub[i].name),
+				       -EINVAL;
 		}
 	}
 	return 0;
@@ -449,14 +489,18 @@ static int ssh_clash(const char *what, const char *path, const char *home, const
 static int ssh_keys_seen(const char *what, const char *path, const char *dir, const char *real_dir,
 			 char *why, size_t len)
 {
-	const char *dirs[] = { dir, real_dir };
+	const char *dirs[] = {dir, real_dir};
 
 	for (size_t d = 0; d < ELEMENTSOF(dirs); d++)
 		if (dirs[d][0] && (under(dirs[d], path) || under(path, dirs[d])))
-			return snprintf(why, len, "--ssh-key-dir %s is seen through %s %s: its private keys "
-					"would reach the agent pod there, which the ssh-agent holder exists to "
-					"prevent; keep the key folder outside the working folder and the mounts",
-					dir, what, path), -EINVAL;
+			return snprintf(why, len,
+					"--ssh-key-dir %s is seen through %s %s: its private keys "
+					"would reach the agent pod there, which the ssh-agent "
+					"holder exists to "
+					"prevent; keep the key folder outside the working folder "
+					"and the mounts",
+					dir, what, path),
+			       -EINVAL;
 	return 0;
 }
 
@@ -474,12 +518,14 @@ static int check_ssh_home(struct up_session_extra *x, const char *cwd, const cha
 		real_home[0] = '\0';
 	if (!realpath(x->ssh_key_dir, real_dir))
 		real_dir[0] = '\0';
-	if ((r = ssh_clash("the working folder", cwd, home, real_home, &x->out.ssh, why, len)) < 0 ||
+	if ((r = ssh_clash("the working folder", cwd, home, real_home, &x->out.ssh, why, len)) <
+		    0 ||
 	    (r = ssh_keys_seen("the working folder", cwd, x->ssh_key_dir, real_dir, why, len)) < 0)
 		return r;
-	json_array_foreach(x->out.mounts, i, m) {
+	json_array_foreach (x->out.mounts, i, m) {
 		const char *path = json_string_value(json_object_get(m, "path"));
-		if ((r = ssh_clash("a mount of", path, home, real_home, &x->out.ssh, why, len)) < 0 ||
+		if ((r = ssh_clash("a mount of", path, home, real_home, &x->out.ssh, why, len)) <
+			    0 ||
 		    (r = ssh_keys_seen("a mount of", path, x->ssh_key_dir, real_dir, why, len)) < 0)
 			return r;
 	}
@@ -498,18 +544,22 @@ int session_mounts_prepare(struct up_session *s)
 	if (r >= 0)
 		r = read_ca_files(x, why, sizeof(why));
 	if (r >= 0)
-		r = read_kube(s, why, sizeof(why)); /* after the CA files: its CAs go after theirs */
+		r = read_kube(s, why,
+			      sizeof(why)); /* after the CA files: its CAs go after theirs */
 	if (r >= 0)
 		r = read_ssh_keys(x, s->warnings, why, sizeof(why));
 	if (r >= 0)
 		r = check_ssh_home(x, s->o.cwd, s->o.home, why, sizeof(why));
 	if (r >= 0)
-		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig, s->warnings);
+		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig,
+					s->warnings);
 	if (r < 0) {
 		s->prep_e = r == -EINVAL ? UP_ERR_INVALID_PARAMS : UP_ERR_INTERNAL_ERROR;
 		if (!why[0])
-			(void)snprintf(why, sizeof(why), "cannot prepare the session's mounts, keys and "
-				       "credentials: %s", strerror(-r));
+			(void)snprintf(why, sizeof(why),
+				       "cannot prepare the session's mounts, keys and "
+				       "credentials: %s",
+				       strerror(-r));
 		s->prep_error = strdup(why);
 	}
 	return r;

@@ -27,7 +27,7 @@ static bool pod_ready(json_t *pod)
 	json_t *conds = json_object_get(json_object_get(pod, "status"), "conditions"), *c;
 	size_t i;
 
-	json_array_foreach(conds, i, c) {
+	json_array_foreach (conds, i, c) {
 		const char *type = json_string_value(json_object_get(c, "type"));
 		const char *status = json_string_value(json_object_get(c, "status"));
 		if (type && status && !strcmp(type, "Ready"))
@@ -42,7 +42,7 @@ static bool agent_terminated(json_t *pod, int *code, const char **reason)
 	json_t *sts = json_object_get(json_object_get(pod, "status"), "containerStatuses"), *c;
 	size_t i;
 
-	json_array_foreach(sts, i, c) {
+	json_array_foreach (sts, i, c) {
 		const char *name = json_string_value(json_object_get(c, "name"));
 		json_t *term = json_object_get(json_object_get(c, "state"), "terminated");
 		if (!name || strcmp(name, UP_AGENT_CONTAINER) != 0 || !term)
@@ -57,21 +57,24 @@ static bool agent_terminated(json_t *pod, int *code, const char **reason)
 /* Remembers why a pod is not starting, for the message if it never does. */
 static void note_waiting(struct up_session *s, const char *pod_name, json_t *pod)
 {
-	json_t *st = json_object_get(pod, "status"), *sts = json_object_get(st, "containerStatuses"), *c;
+	json_t *st = json_object_get(pod, "status"),
+	       *sts = json_object_get(st, "containerStatuses"), *c;
 	const char *phase = json_string_value(json_object_get(st, "phase"));
 	size_t i;
 
-	json_array_foreach(sts, i, c) {
+	json_array_foreach (sts, i, c) {
 		json_t *w = json_object_get(json_object_get(c, "state"), "waiting");
 		const char *reason = json_string_value(json_object_get(w, "reason"));
 		const char *msg = json_string_value(json_object_get(w, "message"));
 		if (reason) {
 			(void)snprintf(s->waiting, sizeof(s->waiting),
 				       "pod %s is %s, container %s waiting: %s%s%s", pod_name,
-				       phase ? phase : "?", json_string_value(json_object_get(c, "name")),
-				       reason, msg ? " (" : "", msg ? msg : "");
+				       phase ? phase : "?",
+				       json_string_value(json_object_get(c, "name")), reason,
+				       msg ? " (" : "", msg ? msg : "");
 			if (msg)
-				(void)strncat(s->waiting, ")", sizeof(s->waiting) - strlen(s->waiting) - 1);
+				(void)strncat(s->waiting, ")",
+					      sizeof(s->waiting) - strlen(s->waiting) - 1);
 			return;
 		}
 	}
@@ -103,9 +106,10 @@ static void running(struct up_session *s)
 static void side_pod(struct up_session *s, const char *name, bool ready, json_t *pod)
 {
 	bool mitm = !strcmp(name, "mitm");
-	bool *was = mitm ? &s->mitm_ready : &s->ssh_agent_ready, *down = mitm ? &s->mitm_down : &s->ssh_agent_down;
-	const char *fails = mitm ? "the agent reaches no host until it is back" :
-				   "the agent cannot use its SSH keys until it is back";
+	bool *was = mitm ? &s->mitm_ready : &s->ssh_agent_ready,
+	     *down = mitm ? &s->mitm_down : &s->ssh_agent_down;
+	const char *fails = mitm ? "the agent reaches no host until it is back"
+				 : "the agent cannot use its SSH keys until it is back";
 
 	if (!mitm && strcmp(name, UP_MANIFEST_SSH_AGENT) != 0)
 		return;
@@ -115,8 +119,9 @@ static void side_pod(struct up_session *s, const char *name, bool ready, json_t 
 			note_waiting(s, name, pod);
 		log_warning("Session %s: pod %s is no longer Ready (%s); %s", s->id, name,
 			    s->waiting[0] ? s->waiting : "not ready", fails);
-		up_notify_pod_down(session_notifier(s), s->o.agent ? s->o.agent : up_record_agent(s->record),
-				   s->id, name, s->waiting[0] ? s->waiting : "not ready", fails);
+		up_notify_pod_down(session_notifier(s),
+				   s->o.agent ? s->o.agent : up_record_agent(s->record), s->id,
+				   name, s->waiting[0] ? s->waiting : "not ready", fails);
 		*down = true;
 	} else if (ready && *down) {
 		log_info("Session %s: pod %s is Ready again", s->id, name);
@@ -127,17 +132,20 @@ static void side_pod(struct up_session *s, const char *name, bool ready, json_t 
 
 void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod)
 {
-	const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+	const char *name =
+		json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
 	const char *reason = NULL;
 	int code;
 
 	if (!name || up_session_state_is_terminal(s->state))
 		return;
-	if (strcmp(name, "agent") == 0 && ev != UP_WATCH_DELETED && agent_terminated(pod, &code, &reason)) {
+	if (strcmp(name, "agent") == 0 && ev != UP_WATCH_DELETED &&
+	    agent_terminated(pod, &code, &reason)) {
 		char why[256];
 		session_cancel_work(s);
 		if (up_record_set_exit_code(s->record, code, session_now()) < 0)
-			log_warning("Session %s: cannot record exit code %d, ignoring", s->id, code);
+			log_warning("Session %s: cannot record exit code %d, ignoring", s->id,
+				    code);
 		(void)snprintf(why, sizeof(why), "the agent exited with code %d%s%s%s", code,
 			       reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
 		if (s->req)
@@ -147,7 +155,8 @@ void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod
 		return;
 	}
 	if (ev == UP_WATCH_DELETED && s->state == UP_SESSION_RUNNING && !strcmp(name, "agent")) {
-		session_set_state(s, UP_SESSION_FAILED, "the agent pod was deleted or evicted from outside uplink");
+		session_set_state(s, UP_SESSION_FAILED,
+				  "the agent pod was deleted or evicted from outside uplink");
 		session_teardown(s);
 		return;
 	}
@@ -185,15 +194,17 @@ static void on_events(struct up_session *s, const struct up_kube_error *err, jso
 	/* The last few events say the most: image pulls, scheduling, admission. */
 	for (i = n > 5 ? n - 5 : 0; i < n && used < sizeof(events); i++) {
 		e = json_array_get(items, i);
-		used += (size_t)snprintf(events + used, sizeof(events) - used, "%s%s: %s", used ? "; " : "",
+		used += (size_t)snprintf(events + used, sizeof(events) - used, "%s%s: %s",
+					 used ? "; " : "",
 					 json_string_value(json_object_get(e, "reason")),
 					 json_string_value(json_object_get(e, "message")));
 	}
-	session_fail(s, UP_ERR_POD_NOT_READY,
-	     "the session's pods did not become ready within %ld s: %s%s%s. Check the cluster "
-	     "(uplink doctor) or raise UPLINK_START_TIMEOUT_S",
-	     start_timeout_s(), s->waiting[0] ? s->waiting : "no pod reported why",
-	     events[0] ? "; recent events: " : "", events);
+	session_fail(
+		s, UP_ERR_POD_NOT_READY,
+		"the session's pods did not become ready within %ld s: %s%s%s. Check the cluster "
+		"(uplink doctor) or raise UPLINK_START_TIMEOUT_S",
+		start_timeout_s(), s->waiting[0] ? s->waiting : "no pod reported why",
+		events[0] ? "; recent events: " : "", events);
 }
 
 static void on_start_timeout(uv_timer_t *t)
@@ -214,7 +225,8 @@ void session_start_waiting(struct up_session *s)
 
 	session_set_state(s, UP_SESSION_STARTING, NULL);
 	if (s->need_ssh_agent)
-		session_progress(s, "start", 0, 3, "waiting for the mitm, ssh-agent and agent pods");
+		session_progress(s, "start", 0, 3,
+				 "waiting for the mitm, ssh-agent and agent pods");
 	else
 		session_progress(s, "start", 0, 2, "waiting for the mitm and agent pods");
 	session_start_timer(s, on_start_timeout, (uint64_t)start_timeout_s() * 1000);
@@ -224,7 +236,8 @@ void session_start_waiting(struct up_session *s)
 	if (pods && s->need_ssh_agent && s->state == UP_SESSION_STARTING &&
 	    (p = up_kube_watch_get(pods, s->ns, UP_MANIFEST_SSH_AGENT)))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
-	if (pods && s->state == UP_SESSION_STARTING && (p = up_kube_watch_get(pods, s->ns, "agent")))
+	if (pods && s->state == UP_SESSION_STARTING &&
+	    (p = up_kube_watch_get(pods, s->ns, "agent")))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
 }
 
@@ -246,12 +259,14 @@ void up_session_reconcile(struct up_session *s, json_t *ns)
 
 	if (up_session_state_is_starting(s->state) && !s->req && !s->in_work && !s->image &&
 	    !s->resolve && s->pending == 0 && !s->calls[0]) {
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "uplinkd restarted while the session was starting");
+		session_fail(s, UP_ERR_INTERNAL_ERROR,
+			     "uplinkd restarted while the session was starting");
 	} else if (s->state == UP_SESSION_RUNNING) {
 		if (ns)
 			up_session_audit_start(s); /* picked up again after a restart; idempotent */
 		if (!ns)
-			session_set_state(s, UP_SESSION_GONE, "its namespace vanished while uplinkd was not looking");
+			session_set_state(s, UP_SESSION_GONE,
+					  "its namespace vanished while uplinkd was not looking");
 		else if (agent)
 			up_session_on_pod(s, UP_WATCH_MODIFIED, agent);
 		if (ns && s->state == UP_SESSION_RUNNING)
@@ -284,7 +299,8 @@ json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err
 		return NULL;
 	}
 	if (!ctx) {
-		(void)snprintf(err, err_len, "the deploy cluster of session %s is not available", s->id);
+		(void)snprintf(err, err_len, "the deploy cluster of session %s is not available",
+			       s->id);
 		return NULL;
 	}
 	cmd = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s]", "kubectl", "--kubeconfig",
@@ -293,6 +309,7 @@ json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err
 	for (size_t i = 0; argv && argv[i]; i++)
 		(void)json_array_append_new(cmd, json_string(argv[i]));
 	if (!argv)
-		(void)json_array_extend(cmd, json_pack("[s, s, s, s]", "tmux", "attach-session", "-t", "agent"));
+		(void)json_array_extend(
+			cmd, json_pack("[s, s, s, s]", "tmux", "attach-session", "-t", "agent"));
 	return json_pack("{s:s, s:s, s:o}", "id", s->id, "namespace", s->ns, "argv", cmd);
 }

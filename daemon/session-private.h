@@ -15,9 +15,9 @@ struct session_agent;
 struct scall;
 struct session_refresh;
 
-#define UP_SESSION_MAX_CALLS 32
+#define UP_SESSION_MAX_CALLS	   32
 /* The agent pod's main container (manifests/agent-pod.yaml). */
-#define UP_AGENT_CONTAINER "main"
+#define UP_AGENT_CONTAINER	   "main"
 /* The mitm pod's image unless --mitmproxy-image says otherwise: the official one. */
 #define UP_DEFAULT_MITMPROXY_IMAGE "mitmproxy/mitmproxy:12"
 
@@ -40,8 +40,8 @@ struct up_session {
 	struct up_image_job *image;
 	struct scall *calls[UP_SESSION_MAX_CALLS]; /* Kubernetes calls in flight */
 	uv_timer_t *timer;
-	unsigned pending;   /* applies outstanding in the current step */
-	unsigned attempts;  /* teardown deletes tried */
+	unsigned pending;  /* applies outstanding in the current step */
+	unsigned attempts; /* teardown deletes tried */
 
 	/* What the steps made. */
 	struct session_agent *agent;
@@ -52,7 +52,7 @@ struct up_session {
 	struct session_refresh *refresh; /* session-refresh.c; NULL until RUNNING */
 	/* After a restart: the renewals re-armed once, from the Secrets in the cluster. */
 	bool rearm_tried;
-	unsigned rearm_kinds;   /* session-refresh.c's kinds still to re-arm */
+	unsigned rearm_kinds;	/* session-refresh.c's kinds still to re-arm */
 	unsigned rearm_pending; /* the Secrets being read */
 	json_t *objects;
 	char *image_ref;
@@ -62,11 +62,11 @@ struct up_session {
 	enum up_error prep_e;
 	bool agent_ready, mitm_ready, applied_anything, freeing;
 	bool need_ssh_agent, ssh_agent_ready; /* the holder pod, with --ssh-key-dir keys */
-	bool mitm_down, ssh_agent_down;       /* RUNNING, and told that this pod stopped being Ready */
-	char waiting[512]; /* the last reason a pod gave for not starting */
-	char registry_problem[1024]; /* registries.yaml, read on the threadpool */
-	char server[512];            /* the deploy cluster's URL, for the threadpool */
-	char *server_ca;             /* and its CA (PEM), or NULL */
+	bool mitm_down, ssh_agent_down; /* RUNNING, and told that this pod stopped being Ready */
+	char waiting[512];		/* the last reason a pod gave for not starting */
+	char registry_problem[1024];	/* registries.yaml, read on the threadpool */
+	char server[512];		/* the deploy cluster's URL, for the threadpool */
+	char *server_ca;		/* and its CA (PEM), or NULL */
 	/* Lifetime: clients attached now, since when none is, warnings given, the timer. */
 	unsigned attached;
 	int64_t idle_since;
@@ -84,12 +84,12 @@ struct up_sessions {
 	struct up_store *store;
 	struct up_manifests *tpl;
 	char tpl_error[512];
-	struct up_http *http;    /* for registry checks */
-	json_t *clusters;        /* context name -> (struct up_cluster *) as an integer */
-	bool closing;            /* shutting down: no new work starts */
-	bool loaded;             /* the records are in; session.* requests before wait */
+	struct up_http *http;	 /* for registry checks */
+	json_t *clusters;	 /* context name -> (struct up_cluster *) as an integer */
+	bool closing;		 /* shutting down: no new work starts */
+	bool loaded;		 /* the records are in; session.* requests before wait */
 	struct up_list deferred; /* such requests */
-	uv_timer_t *resync;      /* the slow periodic reconciliation */
+	uv_timer_t *resync;	 /* the slow periodic reconciliation */
 	struct up_list sessions; /* up_session::link */
 	char user[64], home[4096];
 	char owner[24]; /* the uplink.dev/owner label of our namespaces */

@@ -77,12 +77,12 @@ struct session_refresh {
 	struct up_session *s; /* NULL once the session has gone: the round in flight frees this */
 	uv_timer_t *timer;    /* freed by its close callback */
 	uv_work_t work;
-	bool busy;        /* a round is under way */
-	bool in_work;     /* its threadpool job is queued or running: job_after() frees a detached rf */
+	bool busy;    /* a round is under way */
+	bool in_work; /* its threadpool job is queued or running: job_after() frees a detached rf */
 	unsigned pending; /* its steps still in flight (threadpool, resolver, applies) */
-	unsigned doing;   /* 1 << enum cred: the kinds in this round */
-	unsigned rules;   /* the kinds whose new values await the rules Secret */
-	long divisor;     /* UPLINK_DEBUG_TIME_DIVISOR: tests make minutes seconds */
+	unsigned doing;	  /* 1 << enum cred: the kinds in this round */
+	unsigned rules;	  /* the kinds whose new values await the rules Secret */
+	long divisor;	  /* UPLINK_DEBUG_TIME_DIVISOR: tests make minutes seconds */
 	struct cred_state c[_CRED_MAX];
 	uint64_t exec_every_ms;
 	struct up_resolve *resolve;
@@ -96,8 +96,8 @@ struct session_refresh {
 	int aws_r;
 	char aws_why[1024];
 	struct up_ruleset *auth; /* the agent's new auth rules */
-	time_t login_at;      /* when the token in the rules Secret expires */
-	time_t login_expires; /* the new one's */
+	time_t login_at;	 /* when the token in the rules Secret expires */
+	time_t login_expires;	 /* the new one's */
 	int login_r;
 	char login_why[1024];
 };
@@ -117,7 +117,7 @@ static void timer_closed(uv_handle_t *h)
 
 static void job_clear(struct session_refresh *rf)
 {
-	char **strs[] = { &rf->agent, &rf->mode, &rf->home, &rf->user, &rf->cwd };
+	char **strs[] = {&rf->agent, &rf->mode, &rf->home, &rf->user, &rf->cwd};
 
 	if (rf->creds_json)
 		up_free_secret(rf->creds_json, strlen(rf->creds_json));
@@ -173,9 +173,7 @@ static void set_expiry(struct session_refresh *rf, enum cred k, int64_t expires)
 
 	rf->c[k].expires_ms = expires ? now_ms(rf) + scaled_ms(rf, expires - now) : 0;
 	switch (k) {
-	case CRED_AWS:
-		ms = up_refresh_delay_ms(now, expires, rf->divisor);
-		break;
+	case CRED_AWS: ms = up_refresh_delay_ms(now, expires, rf->divisor); break;
 	case CRED_LOGIN:
 		ms = expires ? (int64_t)scaled_ms(rf, expires - now - LOGIN_RENEW_BEFORE_S) : -1;
 		break;
@@ -191,7 +189,8 @@ static void set_expiry(struct session_refresh *rf, enum cred k, int64_t expires)
 	rf->c[k].on = ms >= 0;
 	rf->c[k].due_ms = now_ms(rf) + (uint64_t)ms;
 	if (ms >= 0)
-		log_debug("Session %s: %s next renewed in %lld ms", rf->s->id, cred_what[k], (long long)ms);
+		log_debug("Session %s: %s next renewed in %lld ms", rf->s->id, cred_what[k],
+			  (long long)ms);
 }
 
 static void renewed(struct session_refresh *rf, enum cred k, int64_t expires)
@@ -217,8 +216,9 @@ static void renewed(struct session_refresh *rf, enum cred k, int64_t expires)
 static void failed(struct session_refresh *rf, enum cred k, const char *why)
 {
 	struct up_session *s = rf->s;
-	uint64_t ms = up_backoff_ms(rf->c[k].attempt++, UP_REFRESH_RETRY_BASE_MS / (uint64_t)rf->divisor,
-				    UP_REFRESH_RETRY_CAP_MS / (uint64_t)rf->divisor, (uint32_t)uv_hrtime(), -1);
+	uint64_t ms = up_backoff_ms(
+		rf->c[k].attempt++, UP_REFRESH_RETRY_BASE_MS / (uint64_t)rf->divisor,
+		UP_REFRESH_RETRY_CAP_MS / (uint64_t)rf->divisor, (uint32_t)uv_hrtime(), -1);
 
 	log_warning("Session %s: cannot renew %s: %s; again in %llu ms", s->id, cred_what[k], why,
 		    (unsigned long long)ms);
@@ -293,7 +293,8 @@ static void apply_rules(struct session_refresh *rf)
 {
 	json_t *rules = up_ruleset_render(rf->s->rs, true);
 	char *text = rules ? json_dumps(rules, JSON_COMPACT) : NULL;
-	int r = text ? put_and_apply(rf, UP_MANIFEST_RULES_SECRET, "rules.json", text, on_rules_applied)
+	int r = text ? put_and_apply(rf, UP_MANIFEST_RULES_SECRET, "rules.json", text,
+				     on_rules_applied)
 		     : -ENOMEM;
 
 	if (text)
@@ -317,10 +318,12 @@ static int swap_auth_values(struct session_refresh *rf)
 			if (r->layer != UP_LAYER_AUTH || !streq(r->name, nr->name))
 				continue;
 			for (size_t h = 0; h < r->n_headers && h < nr->n_headers; h++)
-				/* Placeholders (the keyring) are the resolver's; literal tokens are ours. */
+				/* Placeholders (the keyring) are the resolver's; literal tokens are
+				 * ours. */
 				if (streq(r->headers[h].name, nr->headers[h].name) &&
 				    !strstr(nr->headers[h].value, "{{") &&
-				    up_rule_header_replace(&r->headers[h], nr->headers[h].value) < 0)
+				    up_rule_header_replace(&r->headers[h], nr->headers[h].value) <
+					    0)
 					return -ENOMEM;
 		}
 	}
@@ -346,8 +349,8 @@ static void on_resolved(int r, enum up_error e, const char *message, void *ud)
 
 static void start_resolve(struct session_refresh *rf)
 {
-	struct up_resolve_options o = { .allow_exec = rf->s->o.allow_exec,
-					.store = up_secret_store_pick() };
+	struct up_resolve_options o = {.allow_exec = rf->s->o.allow_exec,
+				       .store = up_secret_store_pick()};
 
 	rf->pending++;
 	if (up_resolve_start(rf->s->all->loop, rf->s->rs, &o, on_resolved, rf, &rf->resolve) < 0)
@@ -365,21 +368,28 @@ static void job_run(uv_work_t *w)
 					      rf->aws_why, sizeof(rf->aws_why));
 	if (rf->doing & (1u << CRED_LOGIN)) {
 		const struct up_agent_impl *a = up_agent_find(rf->agent);
-		struct up_agent_input in = { .mode = rf->mode, .home = rf->home, .uid = getuid(),
-					     .gid = getgid(), .user = rf->user, .cwd = rf->cwd,
-					     .rules_only = true };
+		struct up_agent_input in = {.mode = rf->mode,
+					    .home = rf->home,
+					    .uid = getuid(),
+					    .gid = getgid(),
+					    .user = rf->user,
+					    .cwd = rf->cwd,
+					    .rules_only = true};
 		struct up_agent_prepared *p = NULL;
 		json_t *problems = json_array();
 
 		rf->login_r = a ? up_agent_prepare(a, &in, &p, rf->login_why, sizeof(rf->login_why))
 				: -ENOENT;
-		if (rf->login_r >= 0 && p && p->auth_rules && problems && (rf->auth = up_ruleset_new()))
-			rf->login_r = up_ruleset_load_string(rf->auth, UP_LAYER_AUTH, "agent auth",
-							     p->auth_rules, p->auth_rules_len, problems);
+		if (rf->login_r >= 0 && p && p->auth_rules && problems &&
+		    (rf->auth = up_ruleset_new()))
+			rf->login_r =
+				up_ruleset_load_string(rf->auth, UP_LAYER_AUTH, "agent auth",
+						       p->auth_rules, p->auth_rules_len, problems);
 		else if (rf->login_r >= 0)
 			rf->login_r = -ENOMEM;
 		if (rf->login_r < 0 && !rf->login_why[0])
-			(void)snprintf(rf->login_why, sizeof(rf->login_why), "the agent's new auth rules "
+			(void)snprintf(rf->login_why, sizeof(rf->login_why),
+				       "the agent's new auth rules "
 				       "are not valid");
 		rf->login_expires = p ? p->expires_at : 0;
 		json_decref(problems);
@@ -405,15 +415,16 @@ static void job_after(uv_work_t *w, int status)
 	if (rf->doing & (1u << CRED_AWS)) {
 		if (rf->aws_r < 0)
 			failed(rf, CRED_AWS, rf->aws_why);
-		else if (put_and_apply(rf, UP_MANIFEST_AWS_SECRET, UP_MANIFEST_AWS_KEY, rf->creds_json,
-				       on_aws_applied) < 0)
+		else if (put_and_apply(rf, UP_MANIFEST_AWS_SECRET, UP_MANIFEST_AWS_KEY,
+				       rf->creds_json, on_aws_applied) < 0)
 			failed(rf, CRED_AWS, "cannot update the Secret " UP_MANIFEST_AWS_SECRET);
 	}
 	if (rf->doing & (1u << CRED_LOGIN)) {
 		if (rf->login_r < 0)
 			failed(rf, CRED_LOGIN, rf->login_why);
 		else if (rf->login_expires <= rf->login_at) /* the same token: no progress */
-			failed(rf, CRED_LOGIN, "the token was not renewed on the host; run the agent's "
+			failed(rf, CRED_LOGIN,
+			       "the token was not renewed on the host; run the agent's "
 			       "CLI on this machine to log in again");
 		else if (swap_auth_values(rf) < 0)
 			failed(rf, CRED_LOGIN, "out of memory");
@@ -502,9 +513,11 @@ static void record_renews(struct up_session *s, const struct session_refresh *rf
 			(void)json_array_append_new(what, json_string(cred_what[k]));
 	if (!what || !s->record || json_object_set_new(s->record, "renews", what) < 0 ||
 	    up_record_set_renewal(s->record, rf->aws_profiles, rf->c[CRED_AWS].on ? aws : 0,
-				  rf->c[CRED_LOGIN].on ? login : 0, rf->c[CRED_EXEC].on ? exec : 0) < 0)
+				  rf->c[CRED_LOGIN].on ? login : 0,
+				  rf->c[CRED_EXEC].on ? exec : 0) < 0)
 		log_warning("Session %s: out of memory; a restarted uplinkd will not renew its "
-			    "credentials", s->id);
+			    "credentials",
+			    s->id);
 	else
 		session_save(s);
 }
@@ -523,7 +536,8 @@ static void arm(struct up_session *s, const json_t *profiles, int64_t aws, int64
 		if (rf)
 			free(rf->timer);
 		free(rf);
-		log_warning("Session %s: out of memory; its credentials will not be renewed", s->id);
+		log_warning("Session %s: out of memory; its credentials will not be renewed",
+			    s->id);
 		return;
 	}
 	rf->s = s;
@@ -559,7 +573,7 @@ static bool record_renews_kind(const json_t *rec, enum cred k)
 	json_t *what = json_object_get(rec, "renews"), *v;
 	size_t i;
 
-	json_array_foreach(what, i, v)
+	json_array_foreach (what, i, v)
 		if (json_is_string(v) && streq(json_string_value(v), cred_what[k]))
 			return true;
 	return false;
@@ -577,7 +591,8 @@ static void say_stopped(struct up_session *s, unsigned kinds, const char *why)
 		return;
 	log_warning("Session %s was picked up after a restart, and these of its credentials are no "
 		    "longer renewed (%s): %s; they stop working when they expire, so start a new "
-		    "session to have them renewed", s->id, why, list);
+		    "session to have them renewed",
+		    s->id, why, list);
 	up_notify_renewal_stopped(session_notifier(s), up_record_agent(s->record), s->id, list);
 }
 
@@ -586,9 +601,9 @@ static void adopted_arm(struct up_session *s)
 {
 	const char *mode = up_record_mode(s->record);
 	unsigned kinds = s->rearm_kinds;
-	char **strs[] = { &s->o.agent, &s->o.mode, &s->o.cwd, &s->o.user, &s->o.home };
-	const char *from[] = { up_record_agent(s->record), mode && *mode ? mode : NULL,
-			       up_record_cwd(s->record), s->all->user, s->all->home };
+	char **strs[] = {&s->o.agent, &s->o.mode, &s->o.cwd, &s->o.user, &s->o.home};
+	const char *from[] = {up_record_agent(s->record), mode && *mode ? mode : NULL,
+			      up_record_cwd(s->record), s->all->user, s->all->home};
 
 	if (s->state != UP_SESSION_RUNNING || s->all->closing || s->refresh || !kinds)
 		return;
@@ -601,8 +616,8 @@ static void adopted_arm(struct up_session *s)
 	    kinds & (1u << CRED_AWS) ? up_record_aws_expires_at(s->record) : 0,
 	    kinds & (1u << CRED_LOGIN) ? up_record_login_expires_at(s->record) : 0, 0);
 	if (s->refresh)
-		log_info("Session %s was picked up after a restart: it goes on renewing %s%s%s", s->id,
-			 kinds & (1u << CRED_AWS) ? cred_what[CRED_AWS] : "",
+		log_info("Session %s was picked up after a restart: it goes on renewing %s%s%s",
+			 s->id, kinds & (1u << CRED_AWS) ? cred_what[CRED_AWS] : "",
 			 kinds == ((1u << CRED_AWS) | (1u << CRED_LOGIN)) ? " and " : "",
 			 kinds & (1u << CRED_LOGIN) ? cred_what[CRED_LOGIN] : "");
 }
@@ -645,7 +660,8 @@ static void fetched(struct up_session *s, enum cred k, const struct up_kube_erro
 	if (!why && (!s->objects && !(s->objects = json_array())))
 		why = "out of memory";
 	if (!why) {
-		int r = json_array_append_new(s->objects, secret); /* takes it, even when it fails */
+		int r = json_array_append_new(s->objects,
+					      secret); /* takes it, even when it fails */
 		secret = NULL;
 		if (r < 0)
 			why = "out of memory";
@@ -703,7 +719,8 @@ void session_refresh_adopted(struct up_session *s)
 		return;
 	}
 	/* The Secret holds the values the exec commands gave, not the rules that run them. */
-	say_stopped(s, kinds & (1u << CRED_EXEC), "the commands that give them are not known to it");
+	say_stopped(s, kinds & (1u << CRED_EXEC),
+		    "the commands that give them are not known to it");
 	s->rearm_kinds = kinds & ((1u << CRED_AWS) | (1u << CRED_LOGIN));
 	if (s->rearm_kinds & (1u << CRED_AWS))
 		fetch(s, CRED_AWS);

@@ -19,7 +19,8 @@
 #include "yaml-json.h"
 
 #define K3S_REGISTRIES "/etc/rancher/k3s/registries.yaml"
-#define REGISTRIES_FIX "mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
+#define REGISTRIES_FIX \
+	"mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
 #define REGISTRY_PATH "/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry"
 
 /* Whether a kubeconfig server is a k3s on this machine (its API listens on 6443). */
@@ -53,7 +54,10 @@ void session_registry_check(const char *server, char *problem, size_t len)
 	(void)snprintf(problem, len,
 		       "the local k3s cannot pull agent images: %s %s a mirror for localhost:5000. "
 		       "Write this to it, then restart k3s (sudo systemctl restart k3s):\n%s",
-		       path, r == -ENOENT ? "does not exist, so it lacks" : r < 0 ? "cannot be read, so it lacks" : "lacks",
+		       path,
+		       r == -ENOENT ? "does not exist, so it lacks"
+		       : r < 0	    ? "cannot be read, so it lacks"
+				    : "lacks",
 		       REGISTRIES_FIX);
 }
 
@@ -66,7 +70,8 @@ static void on_registry_timer(uv_timer_t *t)
 
 static void on_registry(struct up_session *s, const struct up_kube_error *err, json_t *dep)
 {
-	if (!err && json_integer_value(json_object_get(json_object_get(dep, "status"), "availableReplicas")) >= 1) {
+	if (!err && json_integer_value(json_object_get(json_object_get(dep, "status"),
+						       "availableReplicas")) >= 1) {
 		session_registry_ready(s);
 		return;
 	}
@@ -91,8 +96,8 @@ static void on_system_object(struct up_session *s, const struct up_kube_error *e
 {
 	(void)obj;
 	if (err) {
-		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "setting up agent-uplink-system failed: %s",
-			     err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
+			     "setting up agent-uplink-system failed: %s", err->message);
 		return;
 	}
 	if (--s->pending > 0)
@@ -109,16 +114,19 @@ static void on_system_namespace(struct up_session *s, const struct up_kube_error
 
 	(void)obj;
 	if (err) {
-		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace agent-uplink-system "
-			     "failed: %s", err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
+			     "creating namespace agent-uplink-system "
+			     "failed: %s",
+			     err->message);
 		return;
 	}
 	s->pending = 0;
-	json_array_foreach(rest, i, o) {
+	json_array_foreach (rest, i, o) {
 		if (i == 0)
 			continue;
 		if (session_apply(s, o, on_system_object) < 0) {
-			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
+				     "the deploy cluster is not available");
 			return;
 		}
 		s->pending++;
@@ -129,7 +137,7 @@ static void on_system_namespace(struct up_session *s, const struct up_kube_error
 
 int session_registry_ensure(struct up_session *s, char *err, size_t len)
 {
-	struct up_system_spec sys = { .registry_image = s->o.registry_image };
+	struct up_system_spec sys = {.registry_image = s->o.registry_image};
 	int r;
 
 	json_decref(s->system);

@@ -15,7 +15,7 @@
 
 struct up_kube_exposed; /* daemon/kube-expose.h */
 
-#define UP_SESSION_ID_LEN 12
+#define UP_SESSION_ID_LEN    12
 #define UP_SESSION_NS_PREFIX "agent-uplink-"
 
 struct up_env {
@@ -24,10 +24,10 @@ struct up_env {
 };
 
 enum up_agent_volume_kind {
-	UP_AGENT_VOL_SECRET,    /* a Secret the renderer creates from `files` */
+	UP_AGENT_VOL_SECRET,	/* a Secret the renderer creates from `files` */
 	UP_AGENT_VOL_CONFIGMAP, /* a ConfigMap the renderer creates from `files` */
-	UP_AGENT_VOL_HOSTPATH,  /* a host path (the cwd, ~/.claude/projects/...) */
-	UP_AGENT_VOL_EMPTYDIR,  /* scratch space (docker's data root, /run) */
+	UP_AGENT_VOL_HOSTPATH,	/* a host path (the cwd, ~/.claude/projects/...) */
+	UP_AGENT_VOL_EMPTYDIR,	/* scratch space (docker's data root, /run) */
 };
 
 /* One key of an agent Secret or ConfigMap. */
@@ -35,7 +35,8 @@ struct up_agent_file {
 	const char *key; /* a config key: [-._a-zA-Z0-9]+ */
 	const char *data;
 	size_t len;
-	const char *mount_path; /* non-NULL: mounted alone here (subPath), e.g. ~/.claude/CLAUDE.md */
+	const char
+		*mount_path; /* non-NULL: mounted alone here (subPath), e.g. ~/.claude/CLAUDE.md */
 };
 
 struct up_agent_volume {
@@ -45,10 +46,10 @@ struct up_agent_volume {
 	size_t n_files;
 	const char *mount_path; /* the whole volume here; NULL when only files are mounted */
 	bool read_only;
-	const char *host_path;      /* HOSTPATH */
+	const char *host_path;	    /* HOSTPATH */
 	const char *host_path_type; /* HOSTPATH: Directory, DirectoryOrCreate, File, ... */
-	const char *medium;         /* EMPTYDIR: NULL or "Memory" */
-	const char *size_limit;     /* EMPTYDIR: NULL or a quantity, "2Gi" */
+	const char *medium;	    /* EMPTYDIR: NULL or "Memory" */
+	const char *size_limit;	    /* EMPTYDIR: NULL or a quantity, "2Gi" */
 };
 
 /* What the agent adds to its pod (agents/agent.h's prepare() fills it). */
@@ -57,9 +58,10 @@ struct up_agent_contrib {
 	size_t n_env;
 	const struct up_agent_volume *volumes;
 	size_t n_volumes;
-	const char *const *entrypoint; /* NULL-terminated: the container's command; NULL = image's */
-	const char *const *command;    /* NULL-terminated: what runs under tmux (container args) */
-	const char *memory_limit;      /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
+	const char *const
+		*entrypoint;	    /* NULL-terminated: the container's command; NULL = image's */
+	const char *const *command; /* NULL-terminated: what runs under tmux (container args) */
+	const char *memory_limit;   /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
 };
 
 /* One file from --ssh-key-dir (daemon/ssh-keys.h); owns name and data. */
@@ -71,7 +73,8 @@ struct up_ssh_file {
 
 /* What --ssh-key-dir gives: private keys for the holder pod, public files for the agent. */
 struct up_ssh_keys {
-	struct up_ssh_file *keys; /* secret: private keys by file name; Secret ssh-agent-keys only */
+	struct up_ssh_file
+		*keys; /* secret: private keys by file name; Secret ssh-agent-keys only */
 	size_t n_keys;
 	struct up_ssh_file *pub; /* <key>.pub (derived), config, *-cert.pub: Secret ssh-pub */
 	size_t n_pub;
@@ -79,7 +82,7 @@ struct up_ssh_keys {
 
 /* Host mounts and per-session options beyond the agent's own (uplink run's flags). */
 struct up_session_extras {
-	json_t *mounts;    /* [{"path", "dir": bool, "read_only": bool}]: host paths, resolved */
+	json_t *mounts;	   /* [{"path", "dir": bool, "read_only": bool}]: host paths, resolved */
 	json_t *ssh_cidrs; /* ["10.0.0.0/8", ...], normalised: TCP 22 open to exactly these */
 	char *gitconfig;   /* the git overlay (Secret git-config); NULL = none */
 	char *mitm_ca_pem; /* CAs the mitm trusts upstream next to the public roots; NULL = none */
@@ -94,7 +97,7 @@ struct up_session_extras {
 };
 
 struct up_session_spec {
-	const char *id;    /* 12 lowercase hex; the namespace is agent-uplink-<id> */
+	const char *id;	   /* 12 lowercase hex; the namespace is agent-uplink-<id> */
 	const char *owner; /* label value: hash of machine-id and uid, [a-z0-9]{1,63} */
 	time_t created_at, expires_at;
 	const char *cwd;   /* absolute; also the agent's working directory */
@@ -107,12 +110,12 @@ struct up_session_spec {
 	const char *agent_image;
 	const char *mitm_image;
 	const char *agent_runtime_class; /* NULL = "kata-clh"; "" = none */
-	const char *mitm_runtime_class;  /* NULL or "" = none */
-	bool allow_dns;                  /* open kube-dns to the agent (and give it ClusterFirst) */
-	const json_t *rules;             /* secret: the proxy's rules document (version 1) */
-	const char *ca_cert_pem;         /* the session CA (daemon/ca.h) */
-	const char *ca_key_pem;          /* secret */
-	const char *addon_source;        /* filter.py; NULL = the one next to the templates */
+	const char *mitm_runtime_class;	 /* NULL or "" = none */
+	bool allow_dns;			 /* open kube-dns to the agent (and give it ClusterFirst) */
+	const json_t *rules;		 /* secret: the proxy's rules document (version 1) */
+	const char *ca_cert_pem;	 /* the session CA (daemon/ca.h) */
+	const char *ca_key_pem;		 /* secret */
+	const char *addon_source;	 /* filter.py; NULL = the one next to the templates */
 	/* The mitm Service's cluster IP, mapped to "mitm" by a hostAliases entry. NULL: the
 	 * agent pod is rendered without it; up_manifests_set_mitm_ip() adds it once known. */
 	const char *mitm_cluster_ip;

@@ -48,16 +48,16 @@ bool up_session_state_is_starting(enum up_session_state s);
 bool up_session_state_can_move(enum up_session_state from, enum up_session_state to);
 
 /* Session ids: 12 lowercase hex digits; the namespace is "agent-uplink-<id>". */
-#define UP_SESSION_ID_LEN 12
+#define UP_SESSION_ID_LEN   12
 #define UP_NAMESPACE_PREFIX "agent-uplink-"
-#define UP_NAMESPACE_MAX (sizeof(UP_NAMESPACE_PREFIX) - 1 + UP_SESSION_ID_LEN + 1)
+#define UP_NAMESPACE_MAX    (sizeof(UP_NAMESPACE_PREFIX) - 1 + UP_SESSION_ID_LEN + 1)
 
 /* Fills `id` (UP_SESSION_ID_LEN + 1 bytes) from getrandom(). Returns 0 or -errno. */
 int up_session_id_new(char *id) _wur_;
 bool up_session_id_valid(const char *id);
 
 /* The label value uplink.dev/owner: 16 lowercase hex digits, and room for the NUL. */
-#define UP_OWNER_HASH_LEN 16
+#define UP_OWNER_HASH_LEN  16
 #define UP_MACHINE_ID_PATH "/etc/machine-id"
 
 /*

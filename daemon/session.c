@@ -74,9 +74,9 @@ static struct up_conn *starter(const struct up_session *s)
 }
 
 void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
-		     const char *fmt, ...) _printf_(5, 6);
+		      const char *fmt, ...) _printf_(5, 6);
 void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
-		     const char *fmt, ...)
+		      const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -138,8 +138,8 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 	if (from == to)
 		return;
 	if (!up_session_state_can_move(from, to)) {
-		log_error("Session %s: refused move %s -> %s", s->id, up_session_state_to_name(from),
-			  up_session_state_to_name(to));
+		log_error("Session %s: refused move %s -> %s", s->id,
+			  up_session_state_to_name(from), up_session_state_to_name(to));
 		return;
 	}
 	log_info("Session %s: %s -> %s%s%s", s->id, up_session_state_to_name(from),
@@ -158,12 +158,14 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 		reason = kept[0] ? kept : NULL;
 	}
 	if (s->record && up_record_set_state(s->record, to, reason, session_now()) < 0)
-		log_warning("Session %s: the record refused %s, ignoring", s->id, up_session_state_to_name(to));
+		log_warning("Session %s: the record refused %s, ignoring", s->id,
+			    up_session_state_to_name(to));
 	save(s);
 	if (!s->o.dry_run)
 		up_sessions_status(s->all);
 	/* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
-	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) && !s->o.dry_run)
+	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) &&
+	    !s->o.dry_run)
 		up_notify_session_ended(session_notifier(s), up_session_describe(s));
 	if (starter(s))
 		(void)up_conn_notify(starter(s), "session.state",
@@ -196,7 +198,6 @@ void session_answer_error(struct up_session *s, enum up_error e, const char *msg
 }
 
 static void fail_msg(struct up_session *s, enum up_error e, const char *msg);
-
 
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...)
 {
@@ -248,7 +249,7 @@ void session_delete_namespace(struct up_session *s)
 
 	if (up_kube_path(path, sizeof(path), "Namespace", NULL, s->ns) < 0 ||
 	    session_delete(s, path, on_namespace_deleted) < 0) {
-		struct up_kube_error e = { .r = -ENOTCONN };
+		struct up_kube_error e = {.r = -ENOTCONN};
 		(void)snprintf(e.message, sizeof(e.message), "the deploy cluster is not available");
 		on_namespace_deleted(s, &e, NULL);
 	}
@@ -271,14 +272,16 @@ void session_teardown(struct up_session *s)
 
 void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns)
 {
-	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
 
 	if (ev != UP_WATCH_DELETED) {
 		/* An ended session's namespace has no business existing: delete it (again). */
-		if ((s->state == UP_SESSION_GONE || (up_session_state_is_terminal(s->state) &&
-						     s->state != UP_SESSION_TEARDOWN)) &&
+		if ((s->state == UP_SESSION_GONE ||
+		     (up_session_state_is_terminal(s->state) && s->state != UP_SESSION_TEARDOWN)) &&
 		    !(phase && !strcmp(phase, "Terminating")) && !s->all->closing) {
-			log_info("Session %s has ended but namespace %s exists: deleting it", s->id, s->ns);
+			log_info("Session %s has ended but namespace %s exists: deleting it", s->id,
+				 s->ns);
 			session_delete_namespace(s);
 		}
 		return;
@@ -288,10 +291,11 @@ void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_
 			(void)uv_timer_stop(s->timer);
 		session_set_state(s, UP_SESSION_GONE, NULL);
 	} else if (s->state == UP_SESSION_RUNNING) {
-		session_set_state(s, UP_SESSION_GONE, "its namespace was deleted from outside uplink");
+		session_set_state(s, UP_SESSION_GONE,
+				  "its namespace was deleted from outside uplink");
 	} else if (up_session_state_is_starting(s->state) && s->applied_anything) {
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "namespace %s was deleted while the session was starting",
-		     s->ns);
+		session_fail(s, UP_ERR_INTERNAL_ERROR,
+			     "namespace %s was deleted while the session was starting", s->ns);
 	}
 }
 
@@ -314,7 +318,8 @@ static void on_start_cancelled(struct up_request *req, void *ud)
 	(void)req;
 	s->req = NULL;
 	if (up_session_state_is_starting(s->state))
-		(void)up_session_stop(s, "the client that started it went away before it was running");
+		(void)up_session_stop(s,
+				      "the client that started it went away before it was running");
 }
 
 /* ---- PREPARING: the agent's host side, rules, CA (threadpool), then placeholders ---- */
@@ -347,9 +352,10 @@ static void prepare_run(uv_work_t *w)
 	if (session_aws_prepare(s) < 0) /* --aws-profiles and the agent's: session-aws.c */
 		return;
 	r = session_agent_rules(s, s->problems);
-	json_array_foreach(s->o.rules, i, f)
+	json_array_foreach (s->o.rules, i, f)
 		if (r != -ENOMEM) {
-			int k = up_config_load_rules_item(s->rs, f, s->problems); /* a path or inline */
+			int k = up_config_load_rules_item(s->rs, f,
+							  s->problems); /* a path or inline */
 			r = r < 0 ? r : k;
 		}
 	if (r >= 0)
@@ -363,7 +369,8 @@ static void prepare_run(uv_work_t *w)
 	if (!s->o.image && !s->o.registry && !s->o.dry_run)
 		session_registry_check(s->server[0] ? s->server : NULL, s->registry_problem,
 				       sizeof(s->registry_problem));
-	r = up_ca_new(s->id, session_now(), up_record_expires_at(s->record), &s->ca, err, sizeof(err));
+	r = up_ca_new(s->id, session_now(), up_record_expires_at(s->record), &s->ca, err,
+		      sizeof(err));
 	if (r < 0) {
 		s->prep_e = UP_ERR_INTERNAL_ERROR;
 		s->prep_error = strdup(err);
@@ -379,14 +386,16 @@ static void on_resolved(int r, enum up_error e, const char *message, void *ud)
 		session_fail(s, e, "%s", message);
 		return;
 	}
-	session_progress(s, "prepare", 1, 1, "rules and credentials ready (%zu rules)", up_ruleset_count(s->rs));
+	session_progress(s, "prepare", 1, 1, "rules and credentials ready (%zu rules)",
+			 up_ruleset_count(s->rs));
 	step_build(s);
 }
 
 static void prepare_after(uv_work_t *w, int status)
 {
 	struct up_session *s = w->data;
-	struct up_resolve_options o = { .allow_exec = s->o.allow_exec, .store = up_secret_store_pick() };
+	struct up_resolve_options o = {.allow_exec = s->o.allow_exec,
+				       .store = up_secret_store_pick()};
 	json_t *warning;
 	size_t i;
 	int r;
@@ -399,7 +408,7 @@ static void prepare_after(uv_work_t *w, int status)
 	}
 	if (s->all->closing || up_session_state_is_terminal(s->state))
 		return;
-	json_array_foreach(s->warnings, i, warning) {
+	json_array_foreach (s->warnings, i, warning) {
 		log_warning("Session %s: %s", s->id, json_string_value(warning));
 		session_progress(s, "warning", 0, 0, "%s", json_string_value(warning));
 	}
@@ -410,7 +419,8 @@ static void prepare_after(uv_work_t *w, int status)
 	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
 	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
 	if (r < 0)
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot resolve placeholders: %s", strerror(-r));
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot resolve placeholders: %s",
+			     strerror(-r));
 }
 
 static void on_record_saved(int r, const char *err, json_t *result, void *ud)
@@ -438,7 +448,8 @@ static void on_record_saved(int r, const char *err, json_t *result, void *ud)
 	r = uv_queue_work(s->all->loop, &s->work, prepare_run, prepare_after);
 	if (r < 0) {
 		s->in_work = false;
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot schedule the preparation: %s", strerror(-r));
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot schedule the preparation: %s",
+			     strerror(-r));
 	}
 }
 
@@ -462,7 +473,8 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 	}
 	free(s->image_ref);
 	s->image_ref = strdup(res->ref);
-	session_progress(s, "build", 1, 1, "%s %s", res->built ? "built and pushed" : "up to date:", res->ref);
+	session_progress(s, "build", 1, 1, "%s %s",
+			 res->built ? "built and pushed" : "up to date:", res->ref);
 	step_deploy(s);
 }
 
@@ -507,7 +519,8 @@ static void start_image(struct up_session *s)
 	int r;
 
 	if (session_agent_context(s, ctx, sizeof(ctx)) < 0) {
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "the agent's build context path is too long");
+		session_fail(s, UP_ERR_INTERNAL_ERROR,
+			     "the agent's build context path is too long");
 		return;
 	}
 	(void)snprintf(repo, sizeof(repo), "%s/uplink/%s", host, s->o.agent);
@@ -519,15 +532,19 @@ static void start_image(struct up_session *s)
 		return;
 	}
 	struct up_image_request req = {
-		.context_dir = ctx, .repository = repo, .registry_url = url,
-		.force_rebuild = s->o.force_rebuild, .log_path = log_path,
+		.context_dir = ctx,
+		.repository = repo,
+		.registry_url = url,
+		.force_rebuild = s->o.force_rebuild,
+		.log_path = log_path,
 		.docker = getenv("UPLINK_DOCKER"),
 	};
 	session_progress(s, "build", 0, 0, "checking the registry for the %s image", s->o.agent);
 	r = up_image_ensure(s->all->loop, s->all->http, &req, on_image_progress, on_image_done, s,
 			    &s->image);
 	if (r < 0)
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot start the image build: %s", strerror(-r));
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot start the image build: %s",
+			     strerror(-r));
 }
 
 /* ---- DEPLOYING: render, then namespace, then everything but the agent pod, then it ---- */
@@ -535,7 +552,8 @@ static void start_image(struct up_session *s)
 static bool is_agent_pod(json_t *obj)
 {
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
-	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	const char *name =
+		json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 
 	return kind && name && !strcmp(kind, "Pod") && !strcmp(name, "agent");
 }
@@ -546,7 +564,8 @@ static void on_agent_applied(struct up_session *s, const struct up_kube_error *e
 {
 	(void)obj;
 	if (err) {
-		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating the agent pod failed: %s", err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating the agent pod failed: %s",
+			     err->message);
 		return;
 	}
 	session_progress(s, "deploy", 1, 1, "all objects submitted");
@@ -573,17 +592,21 @@ static void apply_agent_pod(struct up_session *s)
 static void on_object_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
 {
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
-	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-	const char *ip = json_string_value(json_object_get(json_object_get(obj, "spec"), "clusterIP"));
+	const char *name =
+		json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	const char *ip =
+		json_string_value(json_object_get(json_object_get(obj, "spec"), "clusterIP"));
 
 	if (err) {
-		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "deploying the session failed: %s", err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "deploying the session failed: %s",
+			     err->message);
 		return;
 	}
 	/* The agent has no DNS: it reaches both Services by cluster IP (hostAliases). */
 	if (kind && name && !strcmp(kind, "Service") && ip && !strcmp(name, "mitm"))
 		(void)snprintf(s->mitm_ip, sizeof(s->mitm_ip), "%s", ip);
-	else if (kind && name && !strcmp(kind, "Service") && ip && !strcmp(name, UP_MANIFEST_SSH_AGENT))
+	else if (kind && name && !strcmp(kind, "Service") && ip &&
+		 !strcmp(name, UP_MANIFEST_SSH_AGENT))
 		(void)snprintf(s->ssh_agent_ip, sizeof(s->ssh_agent_ip), "%s", ip);
 	if (--s->pending > 0)
 		return;
@@ -604,7 +627,8 @@ static void on_namespace_applied(struct up_session *s, const struct up_kube_erro
 
 	(void)obj;
 	if (err) {
-		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace %s failed: %s", s->ns, err->message);
+		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "creating namespace %s failed: %s",
+			     s->ns, err->message);
 		return;
 	}
 	/* Independent objects go together; the pods mount what the others create. */
@@ -615,7 +639,8 @@ static void on_namespace_applied(struct up_session *s, const struct up_kube_erro
 		if (is_agent_pod(o))
 			continue;
 		if (session_apply(s, o, on_object_applied) < 0) {
-			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
+			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
+				     "the deploy cluster is not available");
 			return;
 		}
 		s->pending++;
@@ -626,14 +651,23 @@ static int render(struct up_session *s, char *err, size_t len)
 {
 	json_t *rules = up_ruleset_render(s->rs, true);
 	struct up_session_spec spec = {
-		.id = s->id, .owner = s->owner, .created_at = (time_t)up_record_created_at(s->record),
-		.expires_at = (time_t)up_record_expires_at(s->record), .cwd = s->o.cwd,
-		.agent = s->o.agent, .mode = s->o.mode,
-		.user = s->o.user, .home = s->o.home, .agent_image = s->image_ref,
+		.id = s->id,
+		.owner = s->owner,
+		.created_at = (time_t)up_record_created_at(s->record),
+		.expires_at = (time_t)up_record_expires_at(s->record),
+		.cwd = s->o.cwd,
+		.agent = s->o.agent,
+		.mode = s->o.mode,
+		.user = s->o.user,
+		.home = s->o.home,
+		.agent_image = s->image_ref,
 		.mitm_image = s->o.mitm_image ? s->o.mitm_image : UP_DEFAULT_MITMPROXY_IMAGE,
 		.agent_runtime_class = s->o.agent_runtime_class,
-		.mitm_runtime_class = s->o.mitm_runtime_class, .allow_dns = s->o.allow_dns,
-		.rules = rules, .ca_cert_pem = s->ca->cert_pem, .ca_key_pem = s->ca->key_pem,
+		.mitm_runtime_class = s->o.mitm_runtime_class,
+		.allow_dns = s->o.allow_dns,
+		.rules = rules,
+		.ca_cert_pem = s->ca->cert_pem,
+		.ca_key_pem = s->ca->key_pem,
 		.extras = s->o.extra ? &s->o.extra->out : NULL,
 	};
 	const struct up_agent_contrib *contrib = session_agent_contrib(s);
@@ -646,7 +680,8 @@ static int render(struct up_session *s, char *err, size_t len)
 	json_decref(rules);
 	/* The AWS map is in its Secret now; renewals export a new one (session-refresh.c). */
 	if (r >= 0 && s->o.extra && s->o.extra->out.aws_creds_json) {
-		up_free_secret(s->o.extra->out.aws_creds_json, strlen(s->o.extra->out.aws_creds_json));
+		up_free_secret(s->o.extra->out.aws_creds_json,
+			       strlen(s->o.extra->out.aws_creds_json));
 		s->o.extra->out.aws_creds_json = NULL;
 	}
 	return r;
@@ -657,7 +692,8 @@ static void step_deploy(struct up_session *s)
 	char err[1024];
 
 	if (render(s, err, sizeof(err)) < 0) {
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s", err);
+		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s",
+			     err);
 		return;
 	}
 	s->need_ssh_agent = s->o.extra && s->o.extra->out.ssh.n_keys > 0;
@@ -665,7 +701,7 @@ static void step_deploy(struct up_session *s)
 		struct up_request *req = s->req;
 		s->req = NULL;
 		up_request_reply(req, json_pack("{s:s, s:o}", "id", s->id, "objects",
-						 up_manifests_list(s->objects, s->o.show_secrets)));
+						up_manifests_list(s->objects, s->o.show_secrets)));
 		session_set_state(s, UP_SESSION_STOPPED, "dry run");
 		session_teardown(s);
 		return;
@@ -732,29 +768,36 @@ void up_session_free(struct up_session *s)
 json_t *up_session_describe(const struct up_session *s)
 {
 	int code;
-	json_t *d = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "id", s->id, "namespace", s->ns,
-			      "state", up_session_state_to_name(s->state), "agent",
-			      s->o.agent ? s->o.agent : up_record_agent(s->record), "cwd",
-			      s->o.cwd ? s->o.cwd : up_record_cwd(s->record), "mode",
-			      s->o.mode ? s->o.mode : (s->record ? up_record_mode(s->record) : NULL),
-			      "image", s->image_ref);
+	json_t *d =
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}", "id", s->id, "namespace", s->ns,
+			  "state", up_session_state_to_name(s->state), "agent",
+			  s->o.agent ? s->o.agent : up_record_agent(s->record), "cwd",
+			  s->o.cwd ? s->o.cwd : up_record_cwd(s->record), "mode",
+			  s->o.mode ? s->o.mode : (s->record ? up_record_mode(s->record) : NULL),
+			  "image", s->image_ref);
 
 	(void)json_object_set_new(d, "attached", json_integer(s->attached));
 	if (s->record) {
-		(void)json_object_set_new(d, "created_at", json_integer(up_record_created_at(s->record)));
-		(void)json_object_set_new(d, "idle_timeout", json_integer(up_record_idle_timeout(s->record)));
-		(void)json_object_set_new(d, "expires_at", json_integer(up_record_expires_at(s->record)));
+		(void)json_object_set_new(d, "created_at",
+					  json_integer(up_record_created_at(s->record)));
+		(void)json_object_set_new(d, "idle_timeout",
+					  json_integer(up_record_idle_timeout(s->record)));
+		(void)json_object_set_new(d, "expires_at",
+					  json_integer(up_record_expires_at(s->record)));
 		if (*up_record_reason(s->record))
-			(void)json_object_set_new(d, "reason", json_string(up_record_reason(s->record)));
+			(void)json_object_set_new(d, "reason",
+						  json_string(up_record_reason(s->record)));
 		if (up_record_exit_code(s->record, &code))
 			(void)json_object_set_new(d, "exit_code", json_integer(code));
 	}
 	if (s->t_submitted)
 		/* The daemon's own share of a start: no image build, no pod start-up in it. */
-		(void)json_object_set_new(d, "timings_ms", json_pack("{s:f, s:f, s:f}",
-			"prepare", (double)(s->t_deploy - s->t_start) / 1e6,
-			"deploy", (double)(s->t_submitted - s->t_deploy) / 1e6,
-			"to_last_object", (double)(s->t_submitted - s->t_start) / 1e6));
+		(void)json_object_set_new(
+			d, "timings_ms",
+			json_pack("{s:f, s:f, s:f}", "prepare",
+				  (double)(s->t_deploy - s->t_start) / 1e6, "deploy",
+				  (double)(s->t_submitted - s->t_deploy) / 1e6, "to_last_object",
+				  (double)(s->t_submitted - s->t_start) / 1e6));
 	return d;
 }
 
@@ -770,8 +813,8 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 	up_request_set_cancel(req, on_start_cancelled, s);
 	s->state = UP_SESSION_PREPARING;
 	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
-				  s->o.deploy_context ? s->o.deploy_context : "", session_now(), s->o.ttl_s,
-				  s->o.idle_s);
+				  s->o.deploy_context ? s->o.deploy_context : "", session_now(),
+				  s->o.ttl_s, s->o.idle_s);
 	if (!s->record || up_record_set_quiet(s->record, s->o.quiet) < 0)
 		return -ENOMEM;
 	session_progress(s, "prepare", 0, 1, "preparing session %s", s->id);
@@ -782,7 +825,8 @@ int up_session_begin(struct up_session *s, struct up_request *req)
 	/* Invariant: the record is on disk before any cluster object exists. */
 	r = up_store_save_async(s->all->loop, s->all->store, s->record, on_record_saved, s);
 	if (r < 0) {
-		(void)snprintf(err, sizeof(err), "cannot write the session record: %s", strerror(-r));
+		(void)snprintf(err, sizeof(err), "cannot write the session record: %s",
+			       strerror(-r));
 		s->req = NULL;
 		return r;
 	}

@@ -31,17 +31,17 @@ struct up_cluster;
  */
 struct up_session_extra {
 	json_t *add_dir, *mount_rw, *mount_ro; /* absolute host paths, as given */
-	json_t *mitm_ca_cert;                  /* absolute PEM file paths */
-	json_t *git_rewrite;                   /* hosts, checked */
-	json_t *kube_context;                  /* --kube-context names, in order */
-	char *kubeconfig;                      /* their kubeconfig(s), a colon list; NULL: the daemon's */
-	struct up_kube_exposed *kube;          /* read on the thread pool; out.kube points here */
-	json_t *aws_profiles; /* names, checked; the agent's are added while preparing */
-	int64_t aws_expires_at; /* the earliest expiry of the exported credentials; 0 none */
+	json_t *mitm_ca_cert;		       /* absolute PEM file paths */
+	json_t *git_rewrite;		       /* hosts, checked */
+	json_t *kube_context;		       /* --kube-context names, in order */
+	char *kubeconfig;	      /* their kubeconfig(s), a colon list; NULL: the daemon's */
+	struct up_kube_exposed *kube; /* read on the thread pool; out.kube points here */
+	json_t *aws_profiles;	      /* names, checked; the agent's are added while preparing */
+	int64_t aws_expires_at;	      /* the earliest expiry of the exported credentials; 0 none */
 	bool no_git_identity;
-	bool expose_deploy;                    /* --expose-deploy-cluster */
-	char *ssh_key_dir;                     /* absolute, as given; NULL = none */
-	struct up_session_extras out;          /* daemon/session-spec.h */
+	bool expose_deploy;	      /* --expose-deploy-cluster */
+	char *ssh_key_dir;	      /* absolute, as given; NULL = none */
+	struct up_session_extras out; /* daemon/session-spec.h */
 };
 
 /* What session.start asked for, validated; every string owned. */
@@ -51,8 +51,8 @@ struct up_session_opts {
 	char *agent_runtime_class, *mitm_runtime_class;
 	char *mitm_image, *registry_image, *image, *registry;
 	char *user, *home;
-	json_t *rules;  /* --rules paths (absolute), then inline rules from config files */
-	json_t *args;   /* passthrough arguments for the agent */
+	json_t *rules; /* --rules paths (absolute), then inline rules from config files */
+	json_t *args;  /* passthrough arguments for the agent */
 	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
 	bool quiet; /* no desktop notifications (config files: notifications: false) */
 	uint64_t ttl_s, idle_s;
@@ -73,13 +73,15 @@ void up_sessions_status(const struct up_sessions *all);
 struct up_request;
 bool up_sessions_loaded(const struct up_sessions *all);
 int up_sessions_defer(struct up_sessions *all, struct up_request *req, void *params,
-		      int (*fn)(struct up_request *req, void *params, void *userdata), void *userdata) _wur_;
+		      int (*fn)(struct up_request *req, void *params, void *userdata),
+		      void *userdata) _wur_;
 
 /* The cluster for a context (NULL: the default), created on first use. */
 struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context);
 
 /* Starts a session for `req` (which it answers); takes `o`. */
-int up_session_start(struct up_sessions *all, struct up_request *req, struct up_session_opts *o) _wur_;
+int up_session_start(struct up_sessions *all, struct up_request *req,
+		     struct up_session_opts *o) _wur_;
 void up_session_opts_done(struct up_session_opts *o);
 
 /* session-mounts.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
@@ -87,8 +89,8 @@ void up_session_opts_done(struct up_session_opts *o);
 int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
 struct up_session_extra *up_session_extra_free(struct up_session_extra *x);
 /* Threadpool (PREPARING): resolves and checks the host mounts, reads the --mitm-ca-cert
- * files, the --kube-context contexts (adding their rules) and the host's git identity. On failure sets the session's preparation error
- * and returns it (negative). */
+ * files, the --kube-context contexts (adding their rules) and the host's git identity. On failure
+ * sets the session's preparation error and returns it (negative). */
 int session_mounts_prepare(struct up_session *s) _wur_;
 
 struct up_session *up_sessions_find(struct up_sessions *all, const char *id_or_namespace);

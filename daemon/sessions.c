@@ -42,7 +42,7 @@ struct up_session *up_sessions_find(struct up_sessions *all, const char *key)
 
 	if (!key)
 		return NULL;
-	up_list_for_each_safe(pos, tmp, &all->sessions) {
+	up_list_for_each_safe (pos, tmp, &all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
 		if (!strcmp(s->id, key) || !strcmp(s->ns, key))
 			return s;
@@ -56,8 +56,8 @@ static void delete_orphan_done(const struct up_kube_error *err, json_t *obj, voi
 
 	(void)obj;
 	if (err)
-		log_warning("Cannot delete orphaned namespace %s: %s; the next resync retries", name,
-			    err->message);
+		log_warning("Cannot delete orphaned namespace %s: %s; the next resync retries",
+			    name, err->message);
 	free(name);
 }
 
@@ -67,7 +67,8 @@ static void reap_orphan(struct up_sessions *all, struct up_cluster *c, json_t *n
 	const char *name = ns_of(ns);
 	json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
 	const char *owner = json_string_value(json_object_get(labels, OWNER_LABEL));
-	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
 	struct up_kube *k = up_cluster_kube(c);
 	char path[128], *copy;
 
@@ -84,14 +85,15 @@ static void reap_orphan(struct up_sessions *all, struct up_cluster *c, json_t *n
 
 static void reconcile(struct up_sessions *all, struct up_cluster *c)
 {
-	json_t *cache = up_cluster_namespaces(c) ? up_kube_watch_cache(up_cluster_namespaces(c)) : NULL;
+	json_t *cache =
+		up_cluster_namespaces(c) ? up_kube_watch_cache(up_cluster_namespaces(c)) : NULL;
 	struct up_list *pos, *tmp;
 	const char *key;
 	json_t *ns;
 
-	json_object_foreach(cache, key, ns)
+	json_object_foreach (cache, key, ns)
 		reap_orphan(all, c, ns);
-	up_list_for_each_safe(pos, tmp, &all->sessions) {
+	up_list_for_each_safe (pos, tmp, &all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
 		if (s->cluster == c)
 			up_session_reconcile(s, cache ? json_object_get(cache, s->ns) : NULL);
@@ -132,7 +134,9 @@ struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *cont
 		return NULL;
 	/* [0] the cluster, [1] the registry: what the listener needs. */
 	pc = calloc(2, sizeof(*pc));
-	if (!pc || up_cluster_new(all->loop, NULL, context ? context : getenv("UPLINK_DEPLOY_CONTEXT"), &pc[0]) < 0) {
+	if (!pc ||
+	    up_cluster_new(all->loop, NULL, context ? context : getenv("UPLINK_DEPLOY_CONTEXT"),
+			   &pc[0]) < 0) {
 		free(pc);
 		return NULL;
 	}
@@ -167,7 +171,7 @@ int up_sessions_defer(struct up_sessions *all, struct up_request *req, void *par
 
 	if (!d)
 		return -ENOMEM;
-	*d = (struct deferred){ .req = req, .params = params, .fn = fn, .userdata = userdata };
+	*d = (struct deferred){.req = req, .params = params, .fn = fn, .userdata = userdata};
 	up_list_insert_tail(&all->deferred, &d->link);
 	up_request_set_cancel(req, deferred_cancel, d);
 	return 0;
@@ -183,7 +187,7 @@ static void replay_deferred(struct up_sessions *all)
 	struct up_list *pos, *tmp;
 
 	all->loaded = true;
-	up_list_for_each_safe(pos, tmp, &all->deferred) {
+	up_list_for_each_safe (pos, tmp, &all->deferred) {
 		struct deferred *d = up_container_of(pos, struct deferred, link);
 		struct up_request *req = d->req;
 
@@ -198,7 +202,8 @@ static void replay_deferred(struct up_sessions *all)
 static void on_records(int r, const char *err, json_t *result, void *ud)
 {
 	struct up_sessions *all = ud;
-	json_t *records = json_object_get(result, "records"), *problems = json_object_get(result, "problems");
+	json_t *records = json_object_get(result, "records"),
+	       *problems = json_object_get(result, "problems");
 	json_t *rec, *p;
 	const char *id;
 	size_t i;
@@ -208,10 +213,11 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 		replay_deferred(all);
 		return;
 	}
-	json_array_foreach(problems, i, p)
-		log_warning("Session records: %s: %s", json_string_value(json_object_get(p, "file")),
+	json_array_foreach (problems, i, p)
+		log_warning("Session records: %s: %s",
+			    json_string_value(json_object_get(p, "file")),
 			    json_string_value(json_object_get(p, "problem")));
-	json_object_foreach(records, id, rec) {
+	json_object_foreach (records, id, rec) {
 		struct up_session *s;
 		const char *ctx = up_record_deploy_context(rec);
 
@@ -229,7 +235,7 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 	}
 	/* The clusters that were already ready reconcile now; the others when they are. */
 	json_t *entry;
-	json_object_foreach(all->clusters, id, entry) {
+	json_object_foreach (all->clusters, id, entry) {
 		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
 		if (up_cluster_ready(pc[0]))
 			reconcile(all, pc[0]);
@@ -247,7 +253,7 @@ static void pruned(int r, const char *err, json_t *removed, void *ud)
 		log_warning("Cannot prune old session records: %s, ignoring", err);
 		return;
 	}
-	json_array_foreach(removed, i, id) {
+	json_array_foreach (removed, i, id) {
 		struct up_session *s = up_sessions_find(all, json_string_value(id));
 		if (s && s->state == UP_SESSION_GONE)
 			up_session_free(s);
@@ -270,7 +276,7 @@ static void on_resync(uv_timer_t *t)
 
 	prune(all);
 	/* Whatever a failed delete or a missed event left behind is settled here. */
-	json_object_foreach(all->clusters, key, entry) {
+	json_object_foreach (all->clusters, key, entry) {
 		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
 		if (up_cluster_ready(pc[0]))
 			reconcile(all, pc[0]);
@@ -296,10 +302,15 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	up_list_init(&all->deferred);
 	all->clusters = json_object();
 	(void)snprintf(all->user, sizeof(all->user), "%s", pw ? pw->pw_name : "user");
-	(void)snprintf(all->home, sizeof(all->home), "%s", getenv("HOME") ? getenv("HOME") : pw ? pw->pw_dir : "/");
+	(void)snprintf(all->home, sizeof(all->home), "%s",
+		       getenv("HOME") ? getenv("HOME")
+		       : pw	      ? pw->pw_dir
+				      : "/");
 	r = up_owner_hash(getenv("UPLINK_MACHINE_ID_FILE"), getuid(), all->owner);
 	if (r < 0)
-		log_warning_errno(r, "Cannot read /etc/machine-id for the owner label; namespaces will carry uid %u only, ignoring",
+		log_warning_errno(r,
+				  "Cannot read /etc/machine-id for the owner label; namespaces "
+				  "will carry uid %u only, ignoring",
 				  (unsigned)getuid());
 	if (r < 0)
 		(void)snprintf(all->owner, sizeof(all->owner), "uid%u", (unsigned)getuid());
@@ -345,9 +356,9 @@ void up_sessions_shutdown(struct up_sessions *all)
 		uv_close((uv_handle_t *)all->resync, resync_closed);
 		all->resync = NULL;
 	}
-	up_list_for_each_safe(pos, tmp, &all->sessions)
+	up_list_for_each_safe (pos, tmp, &all->sessions)
 		up_session_cancel_work(up_container_of(pos, struct up_session, link));
-	json_object_foreach(all->clusters, key, entry) {
+	json_object_foreach (all->clusters, key, entry) {
 		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
 		up_cluster_free(pc[0]);
 		free(pc);
@@ -364,7 +375,7 @@ void up_sessions_free(struct up_sessions *all)
 	if (!all)
 		return;
 	up_sessions_shutdown(all);
-	up_list_for_each_safe(pos, tmp, &all->sessions)
+	up_list_for_each_safe (pos, tmp, &all->sessions)
 		up_session_free(up_container_of(pos, struct up_session, link));
 	json_decref(all->clusters);
 	up_manifests_free(all->tpl);
@@ -380,8 +391,8 @@ void up_sessions_status(const struct up_sessions *all)
 
 	/* systemctl --user status uplinkd shows this line. */
 	if (starting)
-		(void)sd_notifyf(0, "STATUS=%lld session%s running, %lld starting", (long long)running,
-				 running == 1 ? "" : "s", (long long)starting);
+		(void)sd_notifyf(0, "STATUS=%lld session%s running, %lld starting",
+				 (long long)running, running == 1 ? "" : "s", (long long)starting);
 	else
 		(void)sd_notifyf(0, "STATUS=%lld session%s running", (long long)running,
 				 running == 1 ? "" : "s");
@@ -393,7 +404,7 @@ json_t *up_sessions_counts(const struct up_sessions *all)
 	json_int_t running = 0, starting = 0, ended = 0;
 	struct up_list *pos, *tmp;
 
-	up_list_for_each_safe(pos, tmp, (struct up_list *)&all->sessions) {
+	up_list_for_each_safe (pos, tmp, (struct up_list *)&all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
 		if (s->state == UP_SESSION_RUNNING)
 			running++;
@@ -402,7 +413,8 @@ json_t *up_sessions_counts(const struct up_sessions *all)
 		else
 			ended++;
 	}
-	return json_pack("{s:I, s:I, s:I}", "running", running, "starting", starting, "ended", ended);
+	return json_pack("{s:I, s:I, s:I}", "running", running, "starting", starting, "ended",
+			 ended);
 }
 
 /* A namespace with managed-by=agent-uplink that is not ours: the Python tool's, another user's. */
@@ -412,16 +424,20 @@ static json_t *describe_foreign(json_t *ns)
 	json_t *ann = json_object_get(meta, "annotations");
 	const char *name = json_string_value(json_object_get(meta, "name"));
 	const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
-	const char *phase = json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
 	int64_t ms = 0;
 	json_t *d;
 
 	d = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:b, s:i}", "id",
 		      strncmp(name, UP_SESSION_NS_PREFIX, strlen(UP_SESSION_NS_PREFIX)) == 0
-			      ? name + strlen(UP_SESSION_NS_PREFIX) : name,
-		      "namespace", name, "state", phase && !strcmp(phase, "Terminating") ? "TERMINATING" : "FOREIGN",
-		      "agent", json_string_value(json_object_get(ann, "uplink.dev/agent")), "cwd",
-		      json_string_value(json_object_get(ann, "uplink.dev/cwd")), "foreign", 1, "attached", 0);
+			      ? name + strlen(UP_SESSION_NS_PREFIX)
+			      : name,
+		      "namespace", name, "state",
+		      phase && !strcmp(phase, "Terminating") ? "TERMINATING" : "FOREIGN", "agent",
+		      json_string_value(json_object_get(ann, "uplink.dev/agent")), "cwd",
+		      json_string_value(json_object_get(ann, "uplink.dev/cwd")), "foreign", 1,
+		      "attached", 0);
 	if (d && created && up_parse_rfc3339(created, &ms) == 0)
 		(void)json_object_set_new(d, "created_at", json_integer(ms / 1000));
 	return d;
@@ -435,15 +451,17 @@ json_t *up_sessions_list(struct up_sessions *all, bool all_sessions)
 	struct up_list *pos, *tmp;
 	const char *key;
 
-	up_list_for_each_safe(pos, tmp, &all->sessions) {
+	up_list_for_each_safe (pos, tmp, &all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
-		if (all_sessions || !up_session_state_is_terminal(s->state) || s->state == UP_SESSION_TEARDOWN)
+		if (all_sessions || !up_session_state_is_terminal(s->state) ||
+		    s->state == UP_SESSION_TEARDOWN)
 			(void)json_array_append_new(out, up_session_describe(s));
 	}
 	/* From the watch cache: no round trip. */
-	json_object_foreach(nsw && all_sessions ? up_kube_watch_cache(nsw) : NULL, key, ns) {
-		const char *owner = json_string_value(json_object_get(
-			json_object_get(json_object_get(ns, "metadata"), "labels"), "uplink.dev/owner"));
+	json_object_foreach (nsw &&all_sessions ? up_kube_watch_cache(nsw) : NULL, key, ns) {
+		const char *owner = json_string_value(
+			json_object_get(json_object_get(json_object_get(ns, "metadata"), "labels"),
+					"uplink.dev/owner"));
 		if ((!owner || strcmp(owner, all->owner) != 0) && !up_sessions_find(all, key))
 			(void)json_array_append_new(out, describe_foreign(ns));
 	}

@@ -57,7 +57,8 @@ bool up_ssh_name_ok(const char *name)
 	/* 253 is the longest Secret key; "<name>.pub" must still fit. */
 	if (n == 0 || n > 249 || streq(name, ".") || streq(name, ".."))
 		return false;
-	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") == n;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") ==
+	       n;
 }
 
 void up_ssh_keygen_reason(const char *out, char *buf, size_t len)
@@ -73,7 +74,8 @@ void up_ssh_keygen_reason(const char *out, char *buf, size_t len)
 			p += sizeof(prompt) - 1;
 		for (stop = end; stop > p && (stop[-1] == '\r' || stop[-1] == ' '); stop--)
 			;
-		if (p >= stop || *p == '@') /* an empty line, or the UNPROTECTED PRIVATE KEY banner */
+		if (p >= stop ||
+		    *p == '@') /* an empty line, or the UNPROTECTED PRIVATE KEY banner */
 			continue;
 		(void)snprintf(buf, len, "%.*s", (int)(stop - p), p);
 		return;
@@ -88,7 +90,7 @@ static void file_free(struct up_ssh_file *f, bool secret)
 	else
 		free(f->data);
 	free(f->name);
-	*f = (struct up_ssh_file){ 0 };
+	*f = (struct up_ssh_file){0};
 }
 
 void up_ssh_keys_done(struct up_ssh_keys *k)
@@ -99,7 +101,7 @@ void up_ssh_keys_done(struct up_ssh_keys *k)
 		file_free(&k->pub[i], false);
 	free(k->keys);
 	free(k->pub);
-	*k = (struct up_ssh_keys){ 0 };
+	*k = (struct up_ssh_keys){0};
 }
 
 /* ---------------------------------------------------------------- reading the folder */
@@ -136,8 +138,10 @@ static int list_names(struct scan *sc)
 		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
 			continue;
 		if (sc->n_names == UP_MAX_SSH_DIR_ENTRIES) {
-			r = refuse(sc->why, sc->len, "--ssh-key-dir %s holds more than %d entries; point "
-				     "it at a folder of SSH keys", sc->dir, UP_MAX_SSH_DIR_ENTRIES);
+			r = refuse(sc->why, sc->len,
+				   "--ssh-key-dir %s holds more than %d entries; point "
+				   "it at a folder of SSH keys",
+				   sc->dir, UP_MAX_SSH_DIR_ENTRIES);
 			break;
 		}
 		if (!(sc->names[sc->n_names] = strdup(e->d_name))) {
@@ -192,31 +196,39 @@ static int scan_one(struct scan *sc, const char *name)
 		if (up_ssh_classify(name, NULL, 0) == UP_SSH_IGNORE)
 			return 0; /* no key is that large */
 		return refuse(sc->why, sc->len, "--ssh-key-dir: %s is larger than %d KiB", name,
-				UP_MAX_SSH_FILE_SIZE / 1024);
+			      UP_MAX_SSH_FILE_SIZE / 1024);
 	}
 	fd = openat(sc->dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (size_t)st.st_size > UP_MAX_SSH_FILE_SIZE)
-		return refuse(sc->why, sc->len, "--ssh-key-dir: cannot read %s/%s: %s", sc->dir, name,
-				fd < 0 ? strerror(errno) : "it changed while being read");
+		return refuse(sc->why, sc->len, "--ssh-key-dir: cannot read %s/%s: %s", sc->dir,
+			      name, fd < 0 ? strerror(errno) : "it changed while being read");
 	if ((r = read_whole(fd, (size_t)st.st_size, &data)) < 0)
-		return r == -ENOMEM ? r : (refuse(sc->why, sc->len, "--ssh-key-dir: cannot read %s/%s: %s",
-						    sc->dir, name, strerror(-r)));
+		return r == -ENOMEM
+			       ? r
+			       : (refuse(sc->why, sc->len, "--ssh-key-dir: cannot read %s/%s: %s",
+					 sc->dir, name, strerror(-r)));
 	cls = up_ssh_classify(name, data, (size_t)st.st_size);
 	if (cls == UP_SSH_IGNORE) {
 		up_free_secret(data, (size_t)st.st_size);
 		return 0;
 	}
 	if (cls == UP_SSH_PRIVATE && name[0] == '.')
-		r = refuse(sc->why, sc->len, "--ssh-key-dir: the private key %s starts with '.', and the "
-			     "ssh-agent holder skips hidden files; rename it", name);
+		r = refuse(sc->why, sc->len,
+			   "--ssh-key-dir: the private key %s starts with '.', and the "
+			   "ssh-agent holder skips hidden files; rename it",
+			   name);
 	else if (!up_ssh_name_ok(name))
-		r = refuse(sc->why, sc->len, "--ssh-key-dir: the file name '%s' cannot be used; name "
-			     "keys, certificates and the config with letters, digits, '-', '_' and '.'",
-			     name);
+		r = refuse(
+			sc->why, sc->len,
+			"--ssh-key-dir: the file name '%s' cannot be used; name "
+			"keys, certificates and the config with letters, digits, '-', '_' and '.'",
+			name);
 	else if (sc->n == UP_MAX_SSH_FILES)
-		r = refuse(sc->why, sc->len, "--ssh-key-dir %s holds more than %d keys, certificates "
-			     "and configs", sc->dir, UP_MAX_SSH_FILES);
+		r = refuse(sc->why, sc->len,
+			   "--ssh-key-dir %s holds more than %d keys, certificates "
+			   "and configs",
+			   sc->dir, UP_MAX_SSH_FILES);
 	else if (!(sc->files[sc->n].name = strdup(name)))
 		r = -ENOMEM;
 	if (r < 0) {
@@ -243,7 +255,8 @@ static char **keygen_env(void)
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (!startswith(environ[i], "DISPLAY=") && !startswith(environ[i], "SSH_ASKPASS=") &&
+		if (!startswith(environ[i], "DISPLAY=") &&
+		    !startswith(environ[i], "SSH_ASKPASS=") &&
 		    !startswith(environ[i], "SSH_ASKPASS_REQUIRE="))
 			env[j++] = environ[i];
 	env[j] = (char *)"SSH_ASKPASS_REQUIRE=never";
@@ -286,21 +299,31 @@ static int derive_pub(struct scan *sc, char **envp, const struct up_ssh_file *ke
 		      struct up_ssh_file *pub)
 {
 	char out[16384], err[4096], reason[512], path[4352];
-	char *argv[] = { (char *)"ssh-keygen", (char *)"-y", (char *)"-f", (char *)KEYGEN_KEY_PATH,
-			 NULL };
+	char *argv[] = {(char *)"ssh-keygen", (char *)"-y", (char *)"-f", (char *)KEYGEN_KEY_PATH,
+			NULL};
 	_cleanup_(closep) int fd = key_memfd(key);
-	struct up_run run = { .argv = argv, .envp = envp, .new_session = true,
-			      .timeout_ms = UP_SSH_KEYGEN_TIMEOUT_MS, .fd3 = fd, .out = out,
-			      .out_len = sizeof(out), .err = err, .err_len = sizeof(err) };
+	struct up_run run = {.argv = argv,
+			     .envp = envp,
+			     .new_session = true,
+			     .timeout_ms = UP_SSH_KEYGEN_TIMEOUT_MS,
+			     .fd3 = fd,
+			     .out = out,
+			     .out_len = sizeof(out),
+			     .err = err,
+			     .err_len = sizeof(err)};
 	int r;
 
 	if (fd < 0)
-		return fd == -ENOMEM ? fd : (refuse(sc->why, sc->len, "--ssh-key-dir: cannot hand %s to "
-						    "ssh-keygen: %s", key->name, strerror(-fd)));
+		return fd == -ENOMEM ? fd
+				     : (refuse(sc->why, sc->len,
+					       "--ssh-key-dir: cannot hand %s to "
+					       "ssh-keygen: %s",
+					       key->name, strerror(-fd)));
 	r = up_run(&run);
 	if (r == -ENOENT)
-		return refuse(sc->why, sc->len, "--ssh-key-dir needs ssh-keygen on this machine to "
-				"derive the public keys; install openssh-client");
+		return refuse(sc->why, sc->len,
+			      "--ssh-key-dir needs ssh-keygen on this machine to "
+			      "derive the public keys; install openssh-client");
 	if (r == -ETIMEDOUT)
 		(void)snprintf(reason, sizeof(reason), "ssh-keygen did not answer within %d s",
 			       UP_SSH_KEYGEN_TIMEOUT_MS / 1000);
@@ -325,9 +348,11 @@ static int derive_pub(struct scan *sc, char **envp, const struct up_ssh_file *ke
 		pub->len = n + 1;
 		return 0;
 	}
-	return refuse(sc->why, sc->len, "could not load SSH key %s: %s. The key must be a valid, "
-			"passphraseless private key (the ssh-agent holder cannot ask for a passphrase)",
-			key->name, reason);
+	return refuse(
+		sc->why, sc->len,
+		"could not load SSH key %s: %s. The key must be a valid, "
+		"passphraseless private key (the ssh-agent holder cannot ask for a passphrase)",
+		key->name, reason);
 }
 
 static int find_pub(const struct up_ssh_keys *k, const char *name)
@@ -356,24 +381,25 @@ static int split(struct scan *sc, struct up_ssh_keys *k)
 	for (size_t i = 0; i < sc->n; i++)
 		if (sc->cls[i] != UP_SSH_PRIVATE) {
 			k->pub[k->n_pub++] = sc->files[i];
-			sc->files[i] = (struct up_ssh_file){ 0 };
+			sc->files[i] = (struct up_ssh_file){0};
 		}
 	for (size_t i = 0; i < sc->n; i++) {
 		if (sc->cls[i] != UP_SSH_PRIVATE)
 			continue;
-		struct up_ssh_file pub = { 0 };
+		struct up_ssh_file pub = {0};
 		r = derive_pub(sc, envp, &sc->files[i], &pub);
 		if (r == 0 && find_pub(k, pub.name) >= 0)
-			r = refuse(sc->why, sc->len, "--ssh-key-dir: the public half of %s would be %s, "
-				     "which is already there as a certificate or the config",
-				     sc->files[i].name, pub.name);
+			r = refuse(sc->why, sc->len,
+				   "--ssh-key-dir: the public half of %s would be %s, "
+				   "which is already there as a certificate or the config",
+				   sc->files[i].name, pub.name);
 		if (r < 0) {
 			file_free(&pub, false);
 			return r;
 		}
 		k->pub[k->n_pub++] = pub;
 		k->keys[k->n_keys++] = sc->files[i];
-		sc->files[i] = (struct up_ssh_file){ 0 };
+		sc->files[i] = (struct up_ssh_file){0};
 	}
 	qsort(k->pub, k->n_pub, sizeof(*k->pub), cmp_files);
 	return 0;
@@ -382,15 +408,16 @@ static int split(struct scan *sc, struct up_ssh_keys *k)
 int up_ssh_keys_load(const char *dir, uid_t uid, struct up_ssh_keys *k, bool *no_keys, char *why,
 		     size_t len)
 {
-	struct scan sc = { .dir = dir, .why = why, .len = len };
+	struct scan sc = {.dir = dir, .why = why, .len = len};
 	size_t n_private = 0;
 	int r;
 
-	*k = (struct up_ssh_keys){ 0 };
+	*k = (struct up_ssh_keys){0};
 	*no_keys = false;
 	sc.dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sc.dfd < 0)
-		return refuse(why, len, "--ssh-key-dir %s does not exist or is not a directory", dir);
+		return refuse(why, len, "--ssh-key-dir %s does not exist or is not a directory",
+			      dir);
 	r = list_names(&sc);
 	for (size_t i = 0; r == 0 && i < sc.n_names; i++)
 		r = scan_one(&sc, sc.names[i]);
@@ -399,9 +426,11 @@ int up_ssh_keys_load(const char *dir, uid_t uid, struct up_ssh_keys *k, bool *no
 	if (r == 0 && n_private == 0)
 		*no_keys = true;
 	else if (r == 0 && uid == 0)
-		r = refuse(why, len, "--ssh-key-dir is unsupported when running uplinkd as root: the "
-			     "ssh-agent holder pod runs as your uid and must not be root; run uplinkd "
-			     "as your own user");
+		r = refuse(
+			why, len,
+			"--ssh-key-dir is unsupported when running uplinkd as root: the "
+			"ssh-agent holder pod runs as your uid and must not be root; run uplinkd "
+			"as your own user");
 	else if (r == 0)
 		r = split(&sc, k);
 	for (size_t i = 0; i < sc.n; i++)

@@ -14,10 +14,10 @@
 #include "util.h"
 
 enum up_ssh_class {
-	UP_SSH_IGNORE,  /* other *.pub (re-derived), known_hosts, anything else */
-	UP_SSH_CERT,    /* *-cert.pub: the agent's ~/.ssh */
+	UP_SSH_IGNORE,	/* other *.pub (re-derived), known_hosts, anything else */
+	UP_SSH_CERT,	/* *-cert.pub: the agent's ~/.ssh */
 	UP_SSH_PRIVATE, /* content holds "PRIVATE KEY-----" (even named config or *-cert.pub) */
-	UP_SSH_CONFIG,  /* "config": the agent's ~/.ssh */
+	UP_SSH_CONFIG,	/* "config": the agent's ~/.ssh */
 };
 
 /*

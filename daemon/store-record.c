@@ -16,20 +16,13 @@ static const struct field {
 	bool nullable;
 	bool nonempty;
 } fields[] = {
-	{ "version", JSON_INTEGER, false, false },
-	{ "id", JSON_STRING, false, true },
-	{ "namespace", JSON_STRING, false, true },
-	{ "state", JSON_STRING, false, true },
-	{ "reason", JSON_STRING, false, false },
-	{ "agent", JSON_STRING, false, true },
-	{ "mode", JSON_STRING, false, false },
-	{ "cwd", JSON_STRING, false, true },
-	{ "deploy_context", JSON_STRING, false, false },
-	{ "created_at", JSON_INTEGER, false, false },
-	{ "expires_at", JSON_INTEGER, false, false },
-	{ "idle_timeout", JSON_INTEGER, false, false },
-	{ "updated_at", JSON_INTEGER, false, false },
-	{ "exit_code", JSON_INTEGER, true, false },
+	{"version", JSON_INTEGER, false, false},       {"id", JSON_STRING, false, true},
+	{"namespace", JSON_STRING, false, true},       {"state", JSON_STRING, false, true},
+	{"reason", JSON_STRING, false, false},	       {"agent", JSON_STRING, false, true},
+	{"mode", JSON_STRING, false, false},	       {"cwd", JSON_STRING, false, true},
+	{"deploy_context", JSON_STRING, false, false}, {"created_at", JSON_INTEGER, false, false},
+	{"expires_at", JSON_INTEGER, false, false},    {"idle_timeout", JSON_INTEGER, false, false},
+	{"updated_at", JSON_INTEGER, false, false},    {"exit_code", JSON_INTEGER, true, false},
 };
 
 json_t *up_record_new(const char *id, const char *agent, const char *mode, const char *cwd,
@@ -255,7 +248,7 @@ int up_record_set_expires_at(json_t *rec, int64_t expires_at, int64_t now)
 
 /* ---- what an adopting daemon needs to go on renewing credentials ---- */
 
-static const char *const renewal_ints[] = { "aws_expires_at", "login_expires_at", "exec_refresh_s" };
+static const char *const renewal_ints[] = {"aws_expires_at", "login_expires_at", "exec_refresh_s"};
 
 static int check_renewal(const json_t *rec, char *err, size_t err_len)
 {
@@ -263,13 +256,15 @@ static int check_renewal(const json_t *rec, char *err, size_t err_len)
 	size_t i;
 
 	if (p && (!json_is_array(p) || json_array_size(p) > UP_MAX_AWS_PROFILES)) {
-		(void)snprintf(err, err_len, "its 'aws_profiles' is not an array of at most %d names",
+		(void)snprintf(err, err_len,
+			       "its 'aws_profiles' is not an array of at most %d names",
 			       UP_MAX_AWS_PROFILES);
 		return -EINVAL;
 	}
-	json_array_foreach(p, i, v)
+	json_array_foreach (p, i, v)
 		if (!json_is_string(v) || !*json_string_value(v)) {
-			(void)snprintf(err, err_len, "its 'aws_profiles' holds something not a name");
+			(void)snprintf(err, err_len,
+				       "its 'aws_profiles' holds something not a name");
 			return -EINVAL;
 		}
 	for (i = 0; i < ELEMENTSOF(renewal_ints); i++) {
@@ -292,7 +287,8 @@ int up_record_set_renewal(json_t *rec, const json_t *aws_profiles, int64_t aws_e
 		return -ENOMEM;
 	if (set_int(rec, "aws_expires_at", aws_expires_at > 0 ? aws_expires_at : 0) < 0 ||
 	    set_int(rec, "login_expires_at", login_expires_at > 0 ? login_expires_at : 0) < 0 ||
-	    set_int(rec, "exec_refresh_s", exec_refresh_s <= INT64_MAX ? (int64_t)exec_refresh_s : 0) < 0)
+	    set_int(rec, "exec_refresh_s",
+		    exec_refresh_s <= INT64_MAX ? (int64_t)exec_refresh_s : 0) < 0)
 		return -ENOMEM;
 	return 0;
 }

@@ -176,7 +176,6 @@ static int make_dirs(struct up_store *s, json_t *problems, char *err, size_t err
 	return r < 0 ? r : make_dir(s->sessions, problems, err, err_len);
 }
 
-
 /* tmp + write + fsync + rename + fsync of the folder. */
 static int save_bytes(struct up_store *s, const char *id, const char *buf, size_t len, char *err,
 		      size_t err_len)
@@ -226,8 +225,10 @@ static int serialise(const json_t *rec, char **ret, size_t *len, char *err, size
 		return -ENOMEM;
 	*len = strlen(text);
 	if (*len + 1 > UP_MAX_RECORD_SIZE) {
-		(void)snprintf(err, err_len, "refusing to save the session record %s: it is larger "
-			       "than %d bytes", up_record_id(rec), UP_MAX_RECORD_SIZE);
+		(void)snprintf(err, err_len,
+			       "refusing to save the session record %s: it is larger "
+			       "than %d bytes",
+			       up_record_id(rec), UP_MAX_RECORD_SIZE);
 		free(text);
 		return -EFBIG;
 	}
@@ -251,8 +252,8 @@ int up_store_save(struct up_store *s, const json_t *rec, char *err, size_t err_l
 /* Reads a regular file of at most UP_MAX_RECORD_SIZE bytes without following links. */
 static int read_at(int dfd, const char *name, char **ret, size_t *len)
 {
-	_cleanup_(closep) int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
-					  O_NONBLOCK | O_NOCTTY);
+	_cleanup_(closep) int fd =
+		openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	_cleanup_(freep) char *buf = NULL;
 	struct stat st;
 	size_t used = 0;
@@ -402,7 +403,8 @@ static void load_one(struct load *l, const char *name)
 	id[n] = '\0';
 	(void)snprintf(path, sizeof(path), "%s/%s", l->s->sessions, name);
 	if (!up_session_id_valid(id)) {
-		(void)snprintf(why, sizeof(why), "its name is not a session id (12 lowercase hex "
+		(void)snprintf(why, sizeof(why),
+			       "its name is not a session id (12 lowercase hex "
 			       "digits) followed by .json");
 		r = -EINVAL;
 	} else if (l->count >= UP_MAX_RECORDS) {
@@ -470,10 +472,10 @@ static int load_dir(struct load *l, char *err, size_t err_len)
 	return 0;
 }
 
-int up_store_load(struct up_store *s, int64_t now, json_t **records, json_t **problems,
-		  char *err, size_t err_len)
+int up_store_load(struct up_store *s, int64_t now, json_t **records, json_t **problems, char *err,
+		  size_t err_len)
 {
-	struct load l = { .s = s, .now = now, .records = json_object(), .problems = json_array() };
+	struct load l = {.s = s, .now = now, .records = json_object(), .problems = json_array()};
 	int r;
 
 	if (!l.records || !l.problems) {
@@ -604,8 +606,8 @@ static void prune_folder(struct prune *p, const char *name)
 
 static void prune_corrupt(struct prune *p)
 {
-	_cleanup_(closep) int cfd = openat(p->dfd, "corrupt", O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-					   O_NOFOLLOW);
+	_cleanup_(closep) int cfd =
+		openat(p->dfd, "corrupt", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	DIR *d;
 	struct dirent *e;
 	struct stat st;
@@ -622,10 +624,10 @@ static void prune_corrupt(struct prune *p)
 	(void)closedir(d);
 }
 
-int up_store_prune(struct up_store *s, int64_t now, uint64_t max_age, json_t **removed,
-		   char *err, size_t err_len)
+int up_store_prune(struct up_store *s, int64_t now, uint64_t max_age, json_t **removed, char *err,
+		   size_t err_len)
 {
-	struct prune p = { .s = s, .err = err, .err_len = err_len, .removed = json_array() };
+	struct prune p = {.s = s, .err = err, .err_len = err_len, .removed = json_array()};
 	struct dirent **list = NULL;
 	int n;
 

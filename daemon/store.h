@@ -139,8 +139,8 @@ int up_store_save(struct up_store *s, const json_t *rec, char *err, size_t err_l
  * Fails (-errno, a sentence in `err`) only when the folders cannot be made or read,
  * or belong to another user.
  */
-int up_store_load(struct up_store *s, int64_t now, json_t **records, json_t **problems,
-		  char *err, size_t err_len) _wur_;
+int up_store_load(struct up_store *s, int64_t now, json_t **records, json_t **problems, char *err,
+		  size_t err_len) _wur_;
 
 /* UP_STORE_DELETE_FILES: remove the session's folder (its audit log) too. */
 #define UP_STORE_DELETE_FILES 1u
@@ -155,8 +155,8 @@ int up_store_delete(struct up_store *s, const char *id, unsigned flags, char *er
  * files in corrupt/ last modified that long ago go too. Records that cannot be read
  * are left to up_store_load(). *removed: array of the ids of removed records.
  */
-int up_store_prune(struct up_store *s, int64_t now, uint64_t max_age, json_t **removed,
-		   char *err, size_t err_len) _wur_;
+int up_store_prune(struct up_store *s, int64_t now, uint64_t max_age, json_t **removed, char *err,
+		   size_t err_len) _wur_;
 
 /*
  * The same off the loop. Exactly one callback per call, on the loop, in call order:

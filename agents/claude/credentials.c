@@ -293,7 +293,7 @@ static int fake_credentials(const struct oauth *o, time_t now, struct up_agent_p
 		json_decref(copy);
 		return -EIO;
 	}
-	json_object_foreach(o->oauth, k, v)
+	json_object_foreach (o->oauth, k, v)
 		if (copy && !looks_secret_key(k) && !streq(k, "expiresAt"))
 			(void)json_object_set_new(copy, k, json_deep_copy(v));
 	if (copy)

@@ -30,10 +30,10 @@ void claude_json_wipe(json_t *v)
 		/* jansson keeps the value in its own buffer; overwrite it in place */
 		explicit_bzero((char *)json_string_value(v), json_string_length(v));
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, k, e)
+		json_object_foreach (v, k, e)
 			claude_json_wipe(e);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, e)
+		json_array_foreach (v, i, e)
 			claude_json_wipe(e);
 	}
 }
@@ -72,7 +72,6 @@ int claude_read_json(const char *path, const char *what, const char *missing_hin
 	}
 	return 0;
 }
-
 
 int claude_write_private(const char *path, const char *text, size_t len)
 {
@@ -159,7 +158,7 @@ static int transform_env(json_t *s, enum claude_mode mode, const char *what,
 							 "profile name; ignoring it",
 							 what);
 	}
-	json_object_foreach(env, k, v)
+	json_object_foreach (env, k, v)
 		if (r == 0 && secret_env_name(k) && json_is_string(v) &&
 		    !streq(json_string_value(v), CLAUDE_PLACEHOLDER)) {
 			claude_json_wipe(v);
@@ -223,9 +222,10 @@ static size_t redact_servers(json_t *servers)
 	void *tmp;
 	size_t n = 0;
 
-	json_object_foreach(servers, name, srv) {
+	json_object_foreach (servers, name, srv) {
 		h = json_object_get(srv, "headers");
-		json_object_foreach_safe(h, tmp, k, v) {
+		json_object_foreach_safe(h, tmp, k, v)
+		{
 			if (strcasecmp(k, "authorization") != 0)
 				continue;
 			claude_json_wipe(v);
@@ -242,7 +242,7 @@ size_t claude_redact_mcp(json_t *doc)
 	const char *path;
 	size_t n = redact_servers(json_object_get(doc, "mcpServers"));
 
-	json_object_foreach(projects, path, proj)
+	json_object_foreach (projects, path, proj)
 		n += redact_servers(json_object_get(proj, "mcpServers"));
 	return n;
 }

@@ -33,10 +33,10 @@ static void print_result(const char *what, const struct up_kube_error *err, json
 	json_t *line = json_pack("{s:s, s:b}", "op", what, "ok", err == NULL);
 
 	if (err) {
-		(void)json_object_set_new(line, "error", json_pack("{s:i, s:I, s:s, s:s}", "r", err->r,
-								  "code", (json_int_t)err->code,
-								  "reason", err->reason, "message",
-								  err->message));
+		(void)json_object_set_new(line, "error",
+					  json_pack("{s:i, s:I, s:s, s:s}", "r", err->r, "code",
+						    (json_int_t)err->code, "reason", err->reason,
+						    "message", err->message));
 		failures++;
 	} else if (obj) {
 		(void)json_object_set(line, "object", obj);
@@ -159,7 +159,8 @@ static int run(int argc, char **argv)
 		r = up_kube_get(kube, argv[1], done_one, "get", NULL);
 	} else if (!strcmp(cmd, "list") && (argc == 2 || argc == 3)) {
 		pending = 1;
-		r = up_kube_list(kube, argv[1], argc == 3 ? argv[2] : NULL, NULL, done_one, "list", NULL);
+		r = up_kube_list(kube, argv[1], argc == 3 ? argv[2] : NULL, NULL, done_one, "list",
+				 NULL);
 	} else if (!strcmp(cmd, "delete") && argc >= 2) {
 		for (int i = 1; i < argc && r >= 0; i++, pending++)
 			r = up_kube_delete(kube, argv[i], done_one, "delete", NULL);
@@ -185,22 +186,28 @@ static int run(int argc, char **argv)
 		static struct up_kube_watch *w;
 		want_events = atol(argv[3]);
 		(void)uv_timer_init(loop, &deadline);
-		(void)uv_timer_start(&deadline, on_deadline, (uint64_t)(argc == 5 ? atol(argv[4]) : 30) * 1000, 0);
+		(void)uv_timer_start(&deadline, on_deadline,
+				     (uint64_t)(argc == 5 ? atol(argv[4]) : 30) * 1000, 0);
 		uv_unref((uv_handle_t *)&deadline);
-		r = up_kube_watch_new(kube, argv[1], *argv[2] ? argv[2] : NULL, on_event, on_state, &w, &w);
+		r = up_kube_watch_new(kube, argv[1], *argv[2] ? argv[2] : NULL, on_event, on_state,
+				      &w, &w);
 	} else if (!strcmp(cmd, "logs") && (argc == 5 || argc == 6)) {
 		char path[512], full[1024];
 		want_events = atol(argv[4]);
 		(void)uv_timer_init(loop, &deadline);
-		(void)uv_timer_start(&deadline, on_deadline, (uint64_t)(argc == 6 ? atol(argv[5]) : 30) * 1000, 0);
+		(void)uv_timer_start(&deadline, on_deadline,
+				     (uint64_t)(argc == 6 ? atol(argv[5]) : 30) * 1000, 0);
 		uv_unref((uv_handle_t *)&deadline);
 		r = up_kube_path(path, sizeof(path), "Pod", argv[1], argv[2]);
-		if (r >= 0 && snprintf(path + strlen(path), sizeof(path) - strlen(path), "/log") > 0)
-			r = up_kube_query(full, sizeof(full), path, "follow", "true", "container", argv[3], NULL);
+		if (r >= 0 &&
+		    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/log") > 0)
+			r = up_kube_query(full, sizeof(full), path, "follow", "true", "container",
+					  argv[3], NULL);
 		if (r >= 0)
 			r = up_kube_stream(kube, full, on_log_line, on_log_end, "logs", NULL);
 	} else {
-		fprintf(stderr, "kube-probe: bad command line (see the comment at the top of kube-probe.c)\n");
+		fprintf(stderr, "kube-probe: bad command line (see the comment at the top of "
+				"kube-probe.c)\n");
 		return 2;
 	}
 	if (r < 0) {
@@ -213,9 +220,9 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "context", required_argument, NULL, 'c' },
-		{ "kubeconfig", required_argument, NULL, 'k' },
-		{ 0 },
+		{"context", required_argument, NULL, 'c'},
+		{"kubeconfig", required_argument, NULL, 'k'},
+		{0},
 	};
 	const char *context = NULL, *paths = NULL;
 	struct up_kube_context *ctx = NULL;
@@ -233,7 +240,8 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return 2;
 	if (up_kubeconfig_load(paths, context, &ctx, err, sizeof(err)) < 0) {
-		printf("{\"op\":\"kubeconfig\",\"ok\":false,\"error\":{\"message\":\"see stderr\"}}\n");
+		printf("{\"op\":\"kubeconfig\",\"ok\":false,\"error\":{\"message\":\"see "
+		       "stderr\"}}\n");
 		fprintf(stderr, "kube-probe: %s\n", err);
 		return 1;
 	}

@@ -86,7 +86,7 @@ static inline json_t *harness_recv_ex(struct harness *h, int fd, struct up_frame
 		if (harness_now_ms() > deadline)
 			return NULL;
 		(void)uv_run(&h->loop, UV_RUN_NOWAIT);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 5) <= 0)
 			continue;
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);

@@ -25,11 +25,11 @@
 #include "manifests.h"
 #include "rules.h"
 
-#define FIXTURES UP_TEST_DATA_DIR "/agents/claude"
+#define FIXTURES  UP_TEST_DATA_DIR "/agents/claude"
 #define MANIFESTS UP_TEST_DATA_DIR "/../../manifests"
-#define SENTINEL "uplink-sentinel"
-#define NOW 1700000000
-#define RELOGIN "log in again by running `claude` on this machine, or use --bedrock"
+#define SENTINEL  "uplink-sentinel"
+#define NOW	  1700000000
+#define RELOGIN	  "log in again by running `claude` on this machine, or use --bedrock"
 
 /* A fixture home copied into a fresh folder (prepare() writes under it). */
 struct home {
@@ -61,9 +61,17 @@ static int run(struct home *h, const char *mode, const char *const *args, bool s
 	       struct up_agent_prepared **p, char *err, size_t len)
 {
 	struct up_agent_input in = {
-		.mode = mode, .home = h->dir, .uid = 1000, .gid = 1000, .user = "u", .cwd = h->dir,
-		.args = args, .session_id = "0123456789ab", .state_dir = state ? h->state : NULL,
-		.base_dir = FIXTURES "/system", .now = NOW,
+		.mode = mode,
+		.home = h->dir,
+		.uid = 1000,
+		.gid = 1000,
+		.user = "u",
+		.cwd = h->dir,
+		.args = args,
+		.session_id = "0123456789ab",
+		.state_dir = state ? h->state : NULL,
+		.base_dir = FIXTURES "/system",
+		.now = NOW,
 	};
 
 	return up_agent_prepare(&up_agent_claude, &in, p, err, len);
@@ -89,9 +97,10 @@ static void test_errors(void **state)
 	expect_error("no-credentials", NULL, -ENOENT,
 		     "~/.claude/.credentials.json not found: run `claude` once on this machine and "
 		     "log in, or use --bedrock");
-	expect_error("malformed", "anthropic", -EINVAL,
-		     "~/.claude/.credentials.json is not valid JSON (line 4, column 15): fix it, or "
-		     "move it aside and run `claude` again");
+	expect_error(
+		"malformed", "anthropic", -EINVAL,
+		"~/.claude/.credentials.json is not valid JSON (line 4, column 15): fix it, or "
+		"move it aside and run `claude` again");
 	expect_error("not-object", NULL, -EINVAL,
 		     "~/.claude/.credentials.json does not hold a JSON object");
 	expect_error("no-oauth", NULL, -EINVAL,
@@ -107,9 +116,10 @@ static void test_errors(void **state)
 	expect_error("no-settings", "bedrock", -ENOENT,
 		     "~/.claude/settings.json not found: run `claude` once on this machine so that "
 		     "it writes one (a file holding {} will do)");
-	expect_error("bad-settings", NULL, -EINVAL,
-		     "~/.claude/settings.json is not valid JSON (line 1, column 18): fix it, or move "
-		     "it aside and run `claude` again");
+	expect_error(
+		"bad-settings", NULL, -EINVAL,
+		"~/.claude/settings.json is not valid JSON (line 1, column 18): fix it, or move "
+		"it aside and run `claude` again");
 	expect_error("valid", "vertex", -EINVAL,
 		     "agent claude has no mode 'vertex'; known: claude (modes anthropic, bedrock)");
 }
@@ -140,69 +150,70 @@ static const struct settings_case {
 	enum claude_mode mode;
 	const char *host, *expect;
 	const char *warning; /* the one warning expected, or NULL for none */
-	const char *profile;  /* the AWS profile noted, or NULL */
+	const char *profile; /* the AWS profile noted, or NULL */
 } settings_cases[] = {
-	{ "sandbox dropped, permissions forced, prompt skipped", CLAUDE_ANTHROPIC,
-	  "{\"theme\":\"dark\",\"sandbox\":{\"enabled\":true},\"permissions\":{\"allow\":[\"Bash\"]}}",
-	  "{\"theme\":\"dark\",\"env\":{},\"permissions\":{\"defaultMode\":\"auto\","
-	  "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
-	  NULL, NULL },
-	{ "anthropic adds no env; plain env passes", CLAUDE_ANTHROPIC,
-	  "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"MAX_THINKING_TOKENS\":\"99\"}}",
-	  "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"MAX_THINKING_TOKENS\":\"99\"},"
-	  "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true},"
-	  "\"skipDangerousModePermissionPrompt\":true}",
-	  NULL, NULL },
-	{ "bedrock env merged, placeholder wins over the host's token", CLAUDE_BEDROCK,
-	  "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\"}}",
-	  "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\","
-	  "\"CLAUDE_CODE_USE_BEDROCK\":\"1\",\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},"
-	  "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true},"
-	  "\"skipDangerousModePermissionPrompt\":true}",
-	  NULL, NULL },
-	{ "bedrock: env.AWS_PROFILE noted", CLAUDE_BEDROCK,
-	  "{\"env\":{\"AWS_PROFILE\":\"dev-1\"},\"skipDangerousModePermissionPrompt\":false}",
-	  "{\"env\":{\"AWS_PROFILE\":\"dev-1\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\","
-	  "\"CLAUDE_CODE_USE_BEDROCK\":\"1\",\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},"
-	  "\"skipDangerousModePermissionPrompt\":true,"
-	  "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true}}",
-	  NULL, "dev-1" },
-	{ "bedrock: a bad AWS_PROFILE is ignored", CLAUDE_BEDROCK,
-	  "{\"env\":{\"AWS_PROFILE\":\"a]b\"}}",
-	  "{\"env\":{\"AWS_PROFILE\":\"a]b\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\","
-	  "\"CLAUDE_CODE_USE_BEDROCK\":\"1\",\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},"
-	  "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true},"
-	  "\"skipDangerousModePermissionPrompt\":true}",
-	  "S: env.AWS_PROFILE is not a valid AWS profile name; ignoring it", NULL },
-	{ "anthropic: AWS_PROFILE is not noted", CLAUDE_ANTHROPIC,
-	  "{\"env\":{\"AWS_PROFILE\":\"dev\"}}",
-	  "{\"env\":{\"AWS_PROFILE\":\"dev\"},\"permissions\":{\"defaultMode\":\"auto\","
-	  "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
-	  NULL, NULL },
-	{ "a secret-looking env value is replaced", CLAUDE_ANTHROPIC,
-	  "{\"env\":{\"ANTHROPIC_API_KEY\":\"uplink-sentinel-k\"}}",
-	  "{\"env\":{\"ANTHROPIC_API_KEY\":\"placeholder\"},\"permissions\":{\"defaultMode\":"
-	  "\"auto\",\"skipDangerousModePermissionPrompt\":true},"
-	  "\"skipDangerousModePermissionPrompt\":true}",
-	  "S: env.ANTHROPIC_API_KEY looks like a credential; the pod gets 'placeholder' (inject it "
-	  "with a rule instead)", NULL },
-	{ "bedrock: the host's real bearer token never passes", CLAUDE_BEDROCK,
-	  "{\"env\":{\"AWS_BEARER_TOKEN_BEDROCK\":\"uplink-sentinel-b\"}}",
-	  "{\"env\":{\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\",\"CLAUDE_CODE_USE_BEDROCK\":\"1\","
-	  "\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},\"permissions\":{\"defaultMode\":\"auto\","
-	  "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
-	  "S: env.AWS_BEARER_TOKEN_BEDROCK looks like a credential; the pod gets 'placeholder' "
-	  "(inject it with a rule instead)", NULL },
-	{ "apiKeyHelper dropped", CLAUDE_ANTHROPIC,
-	  "{\"apiKeyHelper\":\"~/bin/key\"}",
-	  "{\"env\":{},\"permissions\":{\"defaultMode\":\"auto\","
-	  "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
-	  "S: apiKeyHelper is left out of the pod's copy: the proxy injects the credentials", NULL },
-	{ "env that is not an object", CLAUDE_ANTHROPIC,
-	  "{\"env\":[1]}",
-	  "{\"env\":{},\"permissions\":{\"defaultMode\":\"auto\","
-	  "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
-	  "S: 'env' is not an object; the pod's copy leaves it out", NULL },
+	{"sandbox dropped, permissions forced, prompt skipped", CLAUDE_ANTHROPIC,
+	 "{\"theme\":\"dark\",\"sandbox\":{\"enabled\":true},\"permissions\":{\"allow\":[\"Bash\"]}"
+	 "}",
+	 "{\"theme\":\"dark\",\"env\":{},\"permissions\":{\"defaultMode\":\"auto\","
+	 "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
+	 NULL, NULL},
+	{"anthropic adds no env; plain env passes", CLAUDE_ANTHROPIC,
+	 "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"MAX_THINKING_TOKENS\":\"99\"}}",
+	 "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"MAX_THINKING_TOKENS\":\"99\"},"
+	 "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true},"
+	 "\"skipDangerousModePermissionPrompt\":true}",
+	 NULL, NULL},
+	{"bedrock env merged, placeholder wins over the host's token", CLAUDE_BEDROCK,
+	 "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\"}}",
+	 "{\"env\":{\"AWS_REGION\":\"us-east-1\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\","
+	 "\"CLAUDE_CODE_USE_BEDROCK\":\"1\",\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},"
+	 "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true},"
+	 "\"skipDangerousModePermissionPrompt\":true}",
+	 NULL, NULL},
+	{"bedrock: env.AWS_PROFILE noted", CLAUDE_BEDROCK,
+	 "{\"env\":{\"AWS_PROFILE\":\"dev-1\"},\"skipDangerousModePermissionPrompt\":false}",
+	 "{\"env\":{\"AWS_PROFILE\":\"dev-1\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\","
+	 "\"CLAUDE_CODE_USE_BEDROCK\":\"1\",\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},"
+	 "\"skipDangerousModePermissionPrompt\":true,"
+	 "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true}}",
+	 NULL, "dev-1"},
+	{"bedrock: a bad AWS_PROFILE is ignored", CLAUDE_BEDROCK,
+	 "{\"env\":{\"AWS_PROFILE\":\"a]b\"}}",
+	 "{\"env\":{\"AWS_PROFILE\":\"a]b\",\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\","
+	 "\"CLAUDE_CODE_USE_BEDROCK\":\"1\",\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},"
+	 "\"permissions\":{\"defaultMode\":\"auto\",\"skipDangerousModePermissionPrompt\":true},"
+	 "\"skipDangerousModePermissionPrompt\":true}",
+	 "S: env.AWS_PROFILE is not a valid AWS profile name; ignoring it", NULL},
+	{"anthropic: AWS_PROFILE is not noted", CLAUDE_ANTHROPIC,
+	 "{\"env\":{\"AWS_PROFILE\":\"dev\"}}",
+	 "{\"env\":{\"AWS_PROFILE\":\"dev\"},\"permissions\":{\"defaultMode\":\"auto\","
+	 "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
+	 NULL, NULL},
+	{"a secret-looking env value is replaced", CLAUDE_ANTHROPIC,
+	 "{\"env\":{\"ANTHROPIC_API_KEY\":\"uplink-sentinel-k\"}}",
+	 "{\"env\":{\"ANTHROPIC_API_KEY\":\"placeholder\"},\"permissions\":{\"defaultMode\":"
+	 "\"auto\",\"skipDangerousModePermissionPrompt\":true},"
+	 "\"skipDangerousModePermissionPrompt\":true}",
+	 "S: env.ANTHROPIC_API_KEY looks like a credential; the pod gets 'placeholder' (inject it "
+	 "with a rule instead)",
+	 NULL},
+	{"bedrock: the host's real bearer token never passes", CLAUDE_BEDROCK,
+	 "{\"env\":{\"AWS_BEARER_TOKEN_BEDROCK\":\"uplink-sentinel-b\"}}",
+	 "{\"env\":{\"AWS_BEARER_TOKEN_BEDROCK\":\"placeholder\",\"CLAUDE_CODE_USE_BEDROCK\":\"1\","
+	 "\"CLAUDE_CODE_ENABLE_AUTO_MODE\":\"1\"},\"permissions\":{\"defaultMode\":\"auto\","
+	 "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
+	 "S: env.AWS_BEARER_TOKEN_BEDROCK looks like a credential; the pod gets 'placeholder' "
+	 "(inject it with a rule instead)",
+	 NULL},
+	{"apiKeyHelper dropped", CLAUDE_ANTHROPIC, "{\"apiKeyHelper\":\"~/bin/key\"}",
+	 "{\"env\":{},\"permissions\":{\"defaultMode\":\"auto\","
+	 "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
+	 "S: apiKeyHelper is left out of the pod's copy: the proxy injects the credentials", NULL},
+	{"env that is not an object", CLAUDE_ANTHROPIC, "{\"env\":[1]}",
+	 "{\"env\":{},\"permissions\":{\"defaultMode\":\"auto\","
+	 "\"skipDangerousModePermissionPrompt\":true},\"skipDangerousModePermissionPrompt\":true}",
+	 "S: 'env' is not an object; the pod's copy leaves it out", NULL},
 };
 
 static void test_settings_table(void **state)
@@ -238,13 +249,17 @@ static void test_mcp_redaction(void **state)
 	json_t *doc = json_loads(
 		"{\"mcpServers\":{\"a\":{\"headers\":{\"authorization\":\"s1\",\"X\":\"keep\"},"
 		"\"env\":{\"T\":\"keep\"}},\"b\":{\"url\":\"u\"}},"
-		"\"projects\":{\"/p\":{\"mcpServers\":{\"c\":{\"headers\":{\"AuThOrIzAtIoN\":\"s2\"}}}},"
-		"\"/q\":{}},\"other\":{\"headers\":{\"Authorization\":\"kept\"}}}", 0, NULL);
+		"\"projects\":{\"/"
+		"p\":{\"mcpServers\":{\"c\":{\"headers\":{\"AuThOrIzAtIoN\":\"s2\"}}}},"
+		"\"/q\":{}},\"other\":{\"headers\":{\"Authorization\":\"kept\"}}}",
+		0, NULL);
 	json_t *want = json_loads(
-		"{\"mcpServers\":{\"a\":{\"headers\":{\"authorization\":\"PLACEHOLDER\",\"X\":\"keep\"},"
+		"{\"mcpServers\":{\"a\":{\"headers\":{\"authorization\":\"PLACEHOLDER\",\"X\":"
+		"\"keep\"},"
 		"\"env\":{\"T\":\"keep\"}},\"b\":{\"url\":\"u\"}},"
 		"\"projects\":{\"/p\":{\"mcpServers\":{\"c\":{\"headers\":{\"AuThOrIzAtIoN\":"
-		"\"PLACEHOLDER\"}}}},\"/q\":{}},\"other\":{\"headers\":{\"Authorization\":\"kept\"}}}",
+		"\"PLACEHOLDER\"}}}},\"/"
+		"q\":{}},\"other\":{\"headers\":{\"Authorization\":\"kept\"}}}",
 		0, NULL);
 
 	assert_int_equal(claude_redact_mcp(doc), 2);
@@ -413,7 +428,8 @@ static void test_anthropic_contribution(void **state)
 	assert_null(p->contrib.entrypoint[1]);
 	assert_string_equal(p->contrib.command[0], "bash");
 	assert_string_equal(p->contrib.command[1], "-lc");
-	assert_string_equal(p->contrib.command[2], "exec claude --allow-dangerously-skip-permissions");
+	assert_string_equal(p->contrib.command[2],
+			    "exec claude --allow-dangerously-skip-permissions");
 	assert_null(p->contrib.command[3]);
 	assert_string_equal(p->contrib.memory_limit, "4Gi");
 	assert_string_equal(up_agent_claude.attach_argv[1], "--attach");
@@ -434,16 +450,17 @@ static void test_anthropic_contribution(void **state)
 static void test_bedrock_contribution(void **state)
 {
 	struct up_agent_prepared *p = NULL;
-	const char *const args[] = { "-p", "hi there", NULL };
+	const char *const args[] = {"-p", "hi there", NULL};
 	struct home h;
 	char err[512];
 
 	home_new(&h, "no-credentials"); /* bedrock needs no Claude login */
 	assert_int_equal(run(&h, "bedrock", args, false, &p, err, sizeof(err)), 0);
-	assert_string_equal(p->auth_rules,
-			    "{\"rules\":[{\"name\":\"bedrock-auth\",\"hosts\":"
-			    "[\"bedrock-runtime\\\\.[a-z0-9-]+\\\\.amazonaws\\\\.com\"],\"inject\":"
-			    "{\"headers\":{\"Authorization\":\"Bearer {{keyring:bedrock:key}}\"}}}]}");
+	assert_string_equal(
+		p->auth_rules,
+		"{\"rules\":[{\"name\":\"bedrock-auth\",\"hosts\":"
+		"[\"bedrock-runtime\\\\.[a-z0-9-]+\\\\.amazonaws\\\\.com\"],\"inject\":"
+		"{\"headers\":{\"Authorization\":\"Bearer {{keyring:bedrock:key}}\"}}}]}");
 	assert_int_equal(p->expires_at, 0);
 	assert_null(volume(p, "claude-fake-creds"));
 	assert_null(volume(p, "claude-json")); /* no state folder */
@@ -457,8 +474,8 @@ static void test_bedrock_contribution(void **state)
 /* rules_only reads nothing but the credentials; the auth rule loads into the AUTH layer. */
 static void test_rules_only(void **state)
 {
-	struct up_agent_input in = { .home = FIXTURES "/no-settings", .user = "u", .rules_only = true,
-				     .now = NOW };
+	struct up_agent_input in = {
+		.home = FIXTURES "/no-settings", .user = "u", .rules_only = true, .now = NOW};
 	struct up_agent_prepared *p = NULL;
 	struct up_ruleset *rs = up_ruleset_new();
 	json_t *problems = json_array();
@@ -494,7 +511,7 @@ static bool object_holds(const json_t *o, const char *needle)
 	const char *k;
 	bool secret = strcmp(json_string_value(json_object_get(o, "kind")), "Secret") == 0;
 
-	json_object_foreach(data, k, v) {
+	json_object_foreach (data, k, v) {
 		unsigned char buf[16384];
 		const char *s = json_string_value(v);
 		int n = (int)strlen(s);
@@ -517,9 +534,10 @@ static const json_t *find_object(const json_t *objects, const char *kind, const 
 	json_t *o;
 	size_t i;
 
-	json_array_foreach(objects, i, o)
+	json_array_foreach (objects, i, o)
 		if (strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0 &&
-		    strcmp(json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
+		    strcmp(json_string_value(
+				   json_object_get(json_object_get(o, "metadata"), "name")),
 			   name) == 0)
 			return o;
 	return NULL;
@@ -552,11 +570,23 @@ static void test_render(void **state)
 		fail_msg("load: %s", err);
 	assert_int_equal(up_ca_new("0123456789ab", NOW, NOW + 86400, &ca, err, sizeof(err)), 0);
 	struct up_session_spec spec = {
-		.id = "0123456789ab", .owner = "5f3c2a1b9d8e7f60", .created_at = NOW,
-		.expires_at = NOW + 86400, .cwd = h.dir, .agent = "claude", .mode = "anthropic",
-		.uid = 1000, .gid = 1000, .user = "u", .home = h.dir, .agent_image = "a:1",
-		.mitm_image = "m:1", .rules = doc, .ca_cert_pem = ca->cert_pem,
-		.ca_key_pem = ca->key_pem, .contrib = p->contrib,
+		.id = "0123456789ab",
+		.owner = "5f3c2a1b9d8e7f60",
+		.created_at = NOW,
+		.expires_at = NOW + 86400,
+		.cwd = h.dir,
+		.agent = "claude",
+		.mode = "anthropic",
+		.uid = 1000,
+		.gid = 1000,
+		.user = "u",
+		.home = h.dir,
+		.agent_image = "a:1",
+		.mitm_image = "m:1",
+		.rules = doc,
+		.ca_cert_pem = ca->cert_pem,
+		.ca_key_pem = ca->key_pem,
+		.contrib = p->contrib,
 	};
 	if (up_manifests_render(tpl, &spec, &objects, err, sizeof(err)) < 0)
 		fail_msg("render: %s", err);
@@ -564,13 +594,15 @@ static void test_render(void **state)
 				 "sk-ant-oat01-" SENTINEL "-access"));
 	pod = find_object(objects, "Pod", "agent");
 	assert_non_null(pod);
-	json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol) {
-		json_t *sec = json_object_get(vol, "secret"), *cm = json_object_get(vol, "configMap");
-		const json_t *o = sec ? find_object(objects, "Secret", json_string_value(
-							    json_object_get(sec, "secretName")))
-				 : cm ? find_object(objects, "ConfigMap", json_string_value(
-							     json_object_get(cm, "name")))
-				      : NULL;
+	json_array_foreach (json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol) {
+		json_t *sec = json_object_get(vol, "secret"),
+		       *cm = json_object_get(vol, "configMap");
+		const json_t *o =
+			sec  ? find_object(objects, "Secret",
+					   json_string_value(json_object_get(sec, "secretName")))
+			: cm ? find_object(objects, "ConfigMap",
+					   json_string_value(json_object_get(cm, "name")))
+			     : NULL;
 		if (!sec && !cm)
 			continue;
 		assert_non_null(o);
@@ -593,20 +625,21 @@ static void test_render(void **state)
 static const struct {
 	const char *arg, *quoted;
 } quote_cases[] = {
-	{ "plain", "plain" },
-	{ "--flag=a/b.c:d,e+f@g%h^i", "--flag=a/b.c:d,e+f@g%h^i" },
-	{ "", "''" },
-	{ "two words", "'two words'" },
-	{ "it's", "'it'\\''s'" },
-	{ "'", "''\\'''" },
-	{ "\"double\"", "'\"double\"'" },
-	{ "$(rm -rf /)", "'$(rm -rf /)'" },
-	{ "`id`", "'`id`'" },
-	{ "a\nb", "'a\nb'" },
-	{ "explain this; rm -rf / && echo $HOME | cat > x", "'explain this; rm -rf / && echo $HOME | cat > x'" },
-	{ "*?[]{}~!#&", "'*?[]{}~!#&'" },
-	{ "\\", "'\\'" },
-	{ "tab\there", "'tab\there'" },
+	{"plain", "plain"},
+	{"--flag=a/b.c:d,e+f@g%h^i", "--flag=a/b.c:d,e+f@g%h^i"},
+	{"", "''"},
+	{"two words", "'two words'"},
+	{"it's", "'it'\\''s'"},
+	{"'", "''\\'''"},
+	{"\"double\"", "'\"double\"'"},
+	{"$(rm -rf /)", "'$(rm -rf /)'"},
+	{"`id`", "'`id`'"},
+	{"a\nb", "'a\nb'"},
+	{"explain this; rm -rf / && echo $HOME | cat > x",
+	 "'explain this; rm -rf / && echo $HOME | cat > x'"},
+	{"*?[]{}~!#&", "'*?[]{}~!#&'"},
+	{"\\", "'\\'"},
+	{"tab\there", "'tab\there'"},
 };
 
 /* Runs `printf '%s\0' QUOTED` through /bin/sh and returns what it printed. */
@@ -632,7 +665,7 @@ static void test_quoting(void **state)
 	size_t n, i, off = 0;
 
 	for (i = 0; i < sizeof(quote_cases) / sizeof(quote_cases[0]); i++) {
-		const char *one[] = { quote_cases[i].arg, NULL };
+		const char *one[] = {quote_cases[i].arg, NULL};
 		assert_int_equal(up_shell_quote_argv(one, &q), 0);
 		assert_string_equal(q, quote_cases[i].quoted);
 		free(q);
@@ -655,7 +688,7 @@ static void test_quoting_limits(void **state)
 {
 	const char *many[UP_AGENT_MAX_ARGS + 2];
 	char *q = NULL, *big = malloc(UP_AGENT_MAX_ARGS_LEN + 1);
-	const char *one[] = { big, NULL };
+	const char *one[] = {big, NULL};
 
 	for (size_t i = 0; i <= UP_AGENT_MAX_ARGS; i++)
 		many[i] = "x";
@@ -670,9 +703,9 @@ static void test_quoting_limits(void **state)
 /* The passthrough args in the pod's command: `-d` first, then the skip flag, then them. */
 static void test_command_args(void **state)
 {
-	const char *const args[] = { "-p", "explain this; rm -rf /", "it's $(x)", "a\nb", NULL };
-	struct up_agent_input in = { .home = NULL, .user = "u", .args = args, .debug = true,
-				     .now = NOW };
+	const char *const args[] = {"-p", "explain this; rm -rf /", "it's $(x)", "a\nb", NULL};
+	struct up_agent_input in = {
+		.home = NULL, .user = "u", .args = args, .debug = true, .now = NOW};
 	struct up_agent_prepared *p = NULL;
 	struct home h;
 	char err[512], out[1024];

@@ -169,8 +169,8 @@ static void test_two_sessions_two_keys(void **state)
 
 	assert_int_not_equal(EVP_PKEY_eq(ka, kb), 1);
 	assert_string_not_equal(a->key_pem, b->key_pem);
-	assert_int_not_equal(ASN1_INTEGER_cmp(X509_get0_serialNumber(xa), X509_get0_serialNumber(xb)),
-			     0);
+	assert_int_not_equal(
+		ASN1_INTEGER_cmp(X509_get0_serialNumber(xa), X509_get0_serialNumber(xb)), 0);
 	assert_int_equal(ASN1_STRING_type(X509_get0_serialNumber(xa)), V_ASN1_INTEGER); /* > 0 */
 	X509_free(xa);
 	X509_free(xb);

@@ -16,11 +16,14 @@
 #include "jsonrpc.h"
 #include "rules.h"
 
-#define KNOWN "known keys: mode, auth_mode, anthropic, bedrock, rules, no_default_rules, allow_exec, " \
-	      "deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, registry_image, " \
-	      "image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, add_dir, " \
-	      "mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, " \
-	      "mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles"
+#define KNOWN                                                                                    \
+	"known keys: mode, auth_mode, anthropic, bedrock, rules, no_default_rules, allow_exec, " \
+	"deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, "             \
+	"registry_image, "                                                                       \
+	"image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, "      \
+	"add_dir, "                                                                              \
+	"mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, "        \
+	"mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles"
 
 static char root[PATH_MAX];
 
@@ -56,12 +59,14 @@ static int setup_tree(void **state)
 	mkdir_in("xdg/uplink");
 	/* above home: never read (it would be an error, and would set the image) */
 	write_file(".uplink.yaml", "image: above\nbogus: 1\n");
-	write_file("xdg/uplink/config.yaml", "ttl: 9h\nidle_timeout: 5h\nregistry: reg.example:5000\n"
-					     "rules: /global.yaml\n");
+	write_file("xdg/uplink/config.yaml",
+		   "ttl: 9h\nidle_timeout: 5h\nregistry: reg.example:5000\n"
+		   "rules: /global.yaml\n");
 	write_file("home/.uplink.yaml", "# home\nttl: 2h\nallow_dns: true\nrules:\n  - /a.yaml\n"
 					"mode: anthropic\n");
-	write_file("home/proj/.agent-uplink.yaml", "ttl: 3h\nimage: example/agent:2\nbedrock: true\n"
-						   "anthropic: false\nrules: b.yaml\nclaude_args: --verbose\n");
+	write_file("home/proj/.agent-uplink.yaml",
+		   "ttl: 3h\nimage: example/agent:2\nbedrock: true\n"
+		   "anthropic: false\nrules: b.yaml\nclaude_args: --verbose\n");
 	write_file("home/proj/sub/.uplink.yaml", "ttl: 1h\n"
 						 "rules:\n"
 						 "  - name: inline\n"
@@ -129,7 +134,8 @@ static void test_merge(void **state)
 	expect_origin(&c, "ttl", "home/proj/sub/.uplink.yaml", 1);
 	assert_string_equal(c.image, "example/agent:2");
 	expect_origin(&c, "image", "home/proj/.agent-uplink.yaml", 2);
-	assert_string_equal(c.mode, "bedrock"); /* 0.4.1's bedrock: true; anthropic: false is a no-op */
+	assert_string_equal(c.mode,
+			    "bedrock"); /* 0.4.1's bedrock: true; anthropic: false is a no-op */
 	expect_origin(&c, "mode", "home/proj/.agent-uplink.yaml", 3);
 	assert_true(c.allow_dns);
 	expect_origin(&c, "allow_dns", "home/.uplink.yaml", 3);
@@ -143,8 +149,9 @@ static void test_merge(void **state)
 	assert_int_equal(json_array_size(c.rules), 5);
 	json_t *inline_rule = json_array_get(c.rules, 0);
 	assert_true(json_is_object(inline_rule));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(inline_rule, "rule"), "name")),
-			    "inline");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(inline_rule, "rule"), "name")),
+		"inline");
 	(void)snprintf(want, sizeof(want), "%s/home/proj/sub/.uplink.yaml:3", root);
 	assert_string_equal(json_string_value(json_object_get(inline_rule, "source")), want);
 	(void)snprintf(want, sizeof(want), "%s/home/c.yaml", root);
@@ -182,7 +189,8 @@ static void test_home_boundary(void **state)
 	assert_string_equal(c.ttl, "2h");
 	assert_null(c.image);
 	up_config_done(&c);
-	/* outside home: only the cwd's own file (here, the broken one above home) and the global one */
+	/* outside home: only the cwd's own file (here, the broken one above home) and the global
+	 * one */
 	char home[PATH_MAX + 16], want[PATH_MAX + 512];
 	(void)snprintf(home, sizeof(home), "%s/home", root);
 	assert_int_equal(up_config_init_defaults(&c), 0);
@@ -206,7 +214,8 @@ static void test_show_and_apply(void **state)
 	params = json_pack("{s:s, s:s, s:[]}", "agent", "claude", "ttl", "5h", "args");
 	json_t *from = json_object();
 	assert_int_equal(up_config_apply(&c, params, from), 0);
-	assert_string_equal(json_string_value(json_object_get(params, "ttl")), "5h"); /* the flag wins */
+	assert_string_equal(json_string_value(json_object_get(params, "ttl")),
+			    "5h"); /* the flag wins */
 	assert_null(json_object_get(from, "ttl"));
 	(void)snprintf(want, sizeof(want), "%s/home/proj/.agent-uplink.yaml:2", root);
 	assert_string_equal(json_string_value(json_object_get(from, "image")), want);
@@ -214,9 +223,9 @@ static void test_show_and_apply(void **state)
 	assert_true(json_is_true(json_object_get(params, "allow_dns")));
 	assert_string_equal(json_string_value(json_object_get(params, "image")), "example/agent:2");
 	assert_string_equal(json_string_value(json_object_get(params, "mode")), "bedrock");
-	assert_null(json_object_get(params, "allow_exec"));       /* not in any file */
-	assert_null(json_object_get(params, "rules"));            /* rules go their own way */
-	assert_null(json_object_get(params, "notifications"));    /* not a session.start param */
+	assert_null(json_object_get(params, "allow_exec"));    /* not in any file */
+	assert_null(json_object_get(params, "rules"));	       /* rules go their own way */
+	assert_null(json_object_get(params, "notifications")); /* not a session.start param */
 	assert_int_equal(json_array_size(json_object_get(params, "args")), 1);
 	json_decref(params);
 
@@ -224,13 +233,18 @@ static void test_show_and_apply(void **state)
 	shown = up_config_show(&c, flags);
 	assert_non_null(shown);
 	json_t *v = json_object_get(shown, "values");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "ttl"), "source")), "flag");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "ttl"), "value")), "5h");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "allow_exec"), "source")),
-			    "default");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "ttl"), "source")),
+			    "flag");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "ttl"), "value")),
+			    "5h");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(v, "allow_exec"), "source")),
+		"default");
 	(void)snprintf(want, sizeof(want), "%s/home/proj/.agent-uplink.yaml:2", root);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "image"), "source")), want);
-	assert_int_equal(json_array_size(json_object_get(json_object_get(v, "rules"), "source")), 5);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(v, "image"), "source")), want);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(v, "rules"), "source")),
+			 5);
 	json_decref(shown);
 	json_decref(flags);
 	up_config_done(&c);
@@ -247,16 +261,19 @@ static void test_kube_keys(void **state)
 
 	(void)state;
 	assert_int_equal(up_config_init_defaults(&c), 0);
-	assert_int_equal(up_config_parse(&c, "/home/u/p/.uplink.yaml", near, strlen(near), "/home/u",
-					 problems), 0);
+	assert_int_equal(up_config_parse(&c, "/home/u/p/.uplink.yaml", near, strlen(near),
+					 "/home/u", problems),
+			 0);
 	assert_int_equal(up_config_parse(&c, "/home/u/.config/uplink/config.yaml", far, strlen(far),
-					 "/home/u", problems), 0);
+					 "/home/u", problems),
+			 0);
 	assert_string_equal(c.kubeconfig, "/home/u/p/kube/cfg");
 	params = json_pack("{s:[s, s]}", "kube_context", "z", "a");
 	assert_int_equal(up_config_apply(&c, params, NULL), 0);
 	json_t *want = json_pack("[s, s, s, s]", "z", "a", "b", "c");
 	assert_true(json_equal(json_object_get(params, "kube_context"), want));
-	assert_string_equal(json_string_value(json_object_get(params, "kubeconfig")), "/home/u/p/kube/cfg");
+	assert_string_equal(json_string_value(json_object_get(params, "kubeconfig")),
+			    "/home/u/p/kube/cfg");
 	json_decref(want);
 	json_decref(params);
 	params = json_pack("{s:s}", "kubeconfig", "/flag");
@@ -271,31 +288,41 @@ static void test_kube_keys(void **state)
 /* The lists that add up to their flags, the paths made absolute, notifications: false. */
 static void test_lists_add_up(void **state)
 {
-	static const char text[] = "add_dir: [sub, ~/x]\nmount_ro: /etc/y\nssh_cidr:\n  - 10.0.0.0/8\n"
-				   "ssh_key_dir: keys\nmitm_debug: true\nnotifications: false\n";
+	static const char text[] =
+		"add_dir: [sub, ~/x]\nmount_ro: /etc/y\nssh_cidr:\n  - 10.0.0.0/8\n"
+		"ssh_key_dir: keys\nmitm_debug: true\nnotifications: false\n";
 	struct up_config c;
 	json_t *problems = json_array(), *params, *from = json_object(), *shown, *v;
 
 	(void)state;
 	assert_int_equal(up_config_init_defaults(&c), 0);
-	assert_int_equal(up_config_parse(&c, "/home/u/p/.uplink.yaml", text, strlen(text), "/home/u", problems), 0);
-	params = json_pack("{s:[s], s:[s], s:n}", "add_dir", "/home/u/flag", "ssh_cidr", "1.2.3.4", "mount_rw");
+	assert_int_equal(up_config_parse(&c, "/home/u/p/.uplink.yaml", text, strlen(text),
+					 "/home/u", problems),
+			 0);
+	params = json_pack("{s:[s], s:[s], s:n}", "add_dir", "/home/u/flag", "ssh_cidr", "1.2.3.4",
+			   "mount_rw");
 	assert_int_equal(up_config_apply(&c, params, from), 0);
 	v = json_object_get(params, "add_dir");
 	assert_int_equal(json_array_size(v), 3);
-	assert_string_equal(json_string_value(json_array_get(v, 0)), "/home/u/flag"); /* the flag's first */
+	assert_string_equal(json_string_value(json_array_get(v, 0)),
+			    "/home/u/flag"); /* the flag's first */
 	assert_string_equal(json_string_value(json_array_get(v, 1)), "/home/u/p/sub");
 	assert_string_equal(json_string_value(json_array_get(v, 2)), "/home/u/x");
 	assert_int_equal(json_array_size(json_object_get(params, "ssh_cidr")), 2);
-	assert_string_equal(json_string_value(json_array_get(json_object_get(params, "mount_ro"), 0)), "/etc/y");
+	assert_string_equal(
+		json_string_value(json_array_get(json_object_get(params, "mount_ro"), 0)),
+		"/etc/y");
 	assert_true(json_is_null(json_object_get(params, "mount_rw"))); /* no file says it */
-	assert_string_equal(json_string_value(json_object_get(params, "ssh_key_dir")), "/home/u/p/keys");
-	assert_string_equal(json_string_value(json_object_get(from, "ssh_key_dir")), "/home/u/p/.uplink.yaml:5");
+	assert_string_equal(json_string_value(json_object_get(params, "ssh_key_dir")),
+			    "/home/u/p/keys");
+	assert_string_equal(json_string_value(json_object_get(from, "ssh_key_dir")),
+			    "/home/u/p/.uplink.yaml:5");
 	assert_true(json_is_true(json_object_get(params, "mitm_debug")));
 	assert_true(json_is_true(json_object_get(params, "no_notifications")));
 	shown = up_config_show(&c, params);
 	v = json_object_get(json_object_get(shown, "values"), "add_dir");
-	assert_int_equal(json_array_size(json_object_get(v, "source")), json_array_size(json_object_get(v, "value")));
+	assert_int_equal(json_array_size(json_object_get(v, "source")),
+			 json_array_size(json_object_get(v, "value")));
 	json_decref(shown);
 	json_decref(params);
 	json_decref(from);
@@ -316,8 +343,10 @@ static void test_aws_profiles(void **state)
 
 	(void)state;
 	assert_int_equal(up_config_init_defaults(&c), 0);
-	assert_int_equal(up_config_parse(&c, "/h/p/.uplink.yaml", near, strlen(near), "/h", problems), 0);
-	assert_int_equal(up_config_parse(&c, "/h/.uplink.yaml", far, strlen(far), "/h", problems), 0);
+	assert_int_equal(
+		up_config_parse(&c, "/h/p/.uplink.yaml", near, strlen(near), "/h", problems), 0);
+	assert_int_equal(up_config_parse(&c, "/h/.uplink.yaml", far, strlen(far), "/h", problems),
+			 0);
 	params = json_pack("{s:s, s:[s]}", "agent", "claude", "aws_profiles", "flag");
 	assert_int_equal(up_config_apply(&c, params, NULL), 0);
 	got = up_json_join(json_object_get(params, "aws_profiles"), " ");
@@ -348,8 +377,9 @@ static void expect_problem(const char *text, const char *want)
 	json_t *problems = json_array();
 
 	assert_int_equal(up_config_init_defaults(&c), 0);
-	assert_int_equal(up_config_parse(&c, "/p/.uplink.yaml", text, strlen(text), "/home/u", problems),
-			 -EINVAL);
+	assert_int_equal(
+		up_config_parse(&c, "/p/.uplink.yaml", text, strlen(text), "/home/u", problems),
+		-EINVAL);
 	if (json_array_size(problems) != 1)
 		fail_msg("%s: %zu problems", text, json_array_size(problems));
 	assert_string_equal(json_string_value(json_array_get(problems, 0)), want);
@@ -361,22 +391,31 @@ static void test_problems(void **state)
 {
 	(void)state;
 	expect_problem("ttl: 1h\nfoo: 1\n", "/p/.uplink.yaml:2: unknown key 'foo'; " KNOWN);
-	expect_problem("ttl: 1h\n\nmount_rw_all: /x\n", "/p/.uplink.yaml:3: unknown key 'mount_rw_all'; " KNOWN);
-	expect_problem("mount_ro:\n  - [a]\n", "/p/.uplink.yaml:2: 'mount_ro' items are strings, got a list");
-	expect_problem("ssh_key_dir: [a]\n", "/p/.uplink.yaml:1: 'ssh_key_dir' expects a string, got a list");
-	expect_problem("mitm_debug: on\n", "/p/.uplink.yaml:1: 'mitm_debug' expects a boolean (true/false), got on");
+	expect_problem("ttl: 1h\n\nmount_rw_all: /x\n",
+		       "/p/.uplink.yaml:3: unknown key 'mount_rw_all'; " KNOWN);
+	expect_problem("mount_ro:\n  - [a]\n",
+		       "/p/.uplink.yaml:2: 'mount_ro' items are strings, got a list");
+	expect_problem("ssh_key_dir: [a]\n",
+		       "/p/.uplink.yaml:1: 'ssh_key_dir' expects a string, got a list");
+	expect_problem("mitm_debug: on\n",
+		       "/p/.uplink.yaml:1: 'mitm_debug' expects a boolean (true/false), got on");
 	expect_problem("allow_dns: \"true\"\n",
 		       "/p/.uplink.yaml:1: 'allow_dns' expects a boolean (true/false), got 'true'");
 	expect_problem("allow_dns: yes\n",
 		       "/p/.uplink.yaml:1: 'allow_dns' expects a boolean (true/false), got yes");
-	expect_problem("bedrock: 1\n", "/p/.uplink.yaml:1: 'bedrock' expects a boolean (true/false), got 1");
-	expect_problem("image:\n  - a\n", "/p/.uplink.yaml:2: 'image' expects a string, got a list");
+	expect_problem("bedrock: 1\n",
+		       "/p/.uplink.yaml:1: 'bedrock' expects a boolean (true/false), got 1");
+	expect_problem("image:\n  - a\n",
+		       "/p/.uplink.yaml:2: 'image' expects a string, got a list");
 	expect_problem("image: true\n", "/p/.uplink.yaml:1: 'image' expects a string, got true");
 	expect_problem("mode: ~\n", "/p/.uplink.yaml:1: 'mode' expects a string, got null");
-	expect_problem("idle_timeout: soon\n", "/p/.uplink.yaml:1: 'idle_timeout': invalid duration 'soon'; "
+	expect_problem("idle_timeout: soon\n",
+		       "/p/.uplink.yaml:1: 'idle_timeout': invalid duration 'soon'; "
 		       "use forms like 30m, 2h, 1d");
-	expect_problem("ttl: 1h\nttl: 2h\n", "/p/.uplink.yaml:2: 'ttl' is set twice in this file; keep one");
-	expect_problem("rules:\n  - /a.yaml\n  - true\n", "/p/.uplink.yaml:3: 'rules' items are rules files "
+	expect_problem("ttl: 1h\nttl: 2h\n",
+		       "/p/.uplink.yaml:2: 'ttl' is set twice in this file; keep one");
+	expect_problem("rules:\n  - /a.yaml\n  - true\n",
+		       "/p/.uplink.yaml:3: 'rules' items are rules files "
 		       "(paths) or inline rules (mappings), got true");
 }
 
@@ -387,19 +426,26 @@ static void test_more_problems(void **state)
 	const char *text = "ttl: 1h\nrules:\n  - name: bad\n    hosts: []\n";
 
 	(void)state;
-	expect_problem("- a\n- b\n", "/p/.uplink.yaml:1: expected a YAML mapping at the top level (key: value lines)");
-	expect_problem("rules: [[a]]\n", "/p/.uplink.yaml:1: 'rules' items are rules files (paths) or inline "
-					 "rules (mappings), got a list");
-	expect_problem("ttl: [\n", "/p/.uplink.yaml:2: invalid YAML: did not find expected node content "
-				   "while parsing a flow node");
-	expect_problem("a: &x 1\nttl: *x\n", "/p/.uplink.yaml:2: YAML aliases (*name) are not supported in "
-					     "config files; write the value out");
+	expect_problem(
+		"- a\n- b\n",
+		"/p/.uplink.yaml:1: expected a YAML mapping at the top level (key: value lines)");
+	expect_problem("rules: [[a]]\n",
+		       "/p/.uplink.yaml:1: 'rules' items are rules files (paths) or inline "
+		       "rules (mappings), got a list");
+	expect_problem("ttl: [\n",
+		       "/p/.uplink.yaml:2: invalid YAML: did not find expected node content "
+		       "while parsing a flow node");
+	expect_problem("a: &x 1\nttl: *x\n",
+		       "/p/.uplink.yaml:2: YAML aliases (*name) are not supported in "
+		       "config files; write the value out");
 	/* an inline rule's problem names the config file and the rule's own line */
 	assert_int_equal(up_config_init_defaults(&c), 0);
-	assert_int_equal(up_config_parse(&c, "/p/.uplink.yaml", text, strlen(text), "/home/u", problems),
-			 -EINVAL);
+	assert_int_equal(
+		up_config_parse(&c, "/p/.uplink.yaml", text, strlen(text), "/home/u", problems),
+		-EINVAL);
 	assert_int_equal(json_array_size(problems), 1);
-	assert_true(!strncmp(json_string_value(json_array_get(problems, 0)), "/p/.uplink.yaml:4:12: rule 'bad': ",
+	assert_true(!strncmp(json_string_value(json_array_get(problems, 0)),
+			     "/p/.uplink.yaml:4:12: rule 'bad': ",
 			     strlen("/p/.uplink.yaml:4:12: rule 'bad': ")));
 	up_config_done(&c);
 	json_decref(problems);
@@ -407,7 +453,8 @@ static void test_more_problems(void **state)
 	problems = json_array();
 	assert_int_equal(up_config_init_defaults(&c), 0);
 	assert_int_equal(up_config_parse(&c, "/p/.uplink.yaml", "", 0, "/home/u", problems), 0);
-	assert_int_equal(up_config_parse(&c, "/p/.uplink.yaml", "# nothing\n", 10, "/home/u", problems), 0);
+	assert_int_equal(
+		up_config_parse(&c, "/p/.uplink.yaml", "# nothing\n", 10, "/home/u", problems), 0);
 	assert_string_equal(c.ttl, "24h");
 	assert_null(json_object_get(c.origins, "ttl"));
 	up_config_done(&c);
@@ -417,14 +464,10 @@ static void test_more_problems(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_home_boundary),
-		cmocka_unit_test(test_show_and_apply),
-		cmocka_unit_test(test_lists_add_up),
-		cmocka_unit_test(test_kube_keys),
-		cmocka_unit_test(test_problems),
-		cmocka_unit_test(test_more_problems),
-		cmocka_unit_test(test_aws_profiles),
+		cmocka_unit_test(test_merge),	       cmocka_unit_test(test_home_boundary),
+		cmocka_unit_test(test_show_and_apply), cmocka_unit_test(test_lists_add_up),
+		cmocka_unit_test(test_kube_keys),      cmocka_unit_test(test_problems),
+		cmocka_unit_test(test_more_problems),  cmocka_unit_test(test_aws_profiles),
 	};
 
 	return cmocka_run_group_tests(tests, setup_tree, teardown_tree);

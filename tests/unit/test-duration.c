@@ -15,20 +15,20 @@ static const struct {
 	const char *text;
 	uint64_t seconds;
 } good[] = {
-	{ "90s", 90 },
-	{ "30m", 1800 },
-	{ "2h", 7200 },
-	{ "1d", 86400 },
-	{ "0s", 0 },
-	{ "24h", 86400 },
-	{ " 2h ", 7200 },
-	{ "2 h", 7200 },
-	{ "2\th", 7200 },
-	{ "\n 5m \r\n", 300 },
-	{ "007m", 420 },
-	{ "3650d", 3650ull * 86400 },
-	{ "87600h", 3650ull * 86400 },
-	{ "315360000s", 3650ull * 86400 },
+	{"90s", 90},
+	{"30m", 1800},
+	{"2h", 7200},
+	{"1d", 86400},
+	{"0s", 0},
+	{"24h", 86400},
+	{" 2h ", 7200},
+	{"2 h", 7200},
+	{"2\th", 7200},
+	{"\n 5m \r\n", 300},
+	{"007m", 420},
+	{"3650d", 3650ull * 86400},
+	{"87600h", 3650ull * 86400},
+	{"315360000s", 3650ull * 86400},
 };
 
 static void test_good(void **state)
@@ -45,8 +45,8 @@ static void test_good(void **state)
 }
 
 static const char *const bad[] = {
-	"", "   ", "5", "5x", "10x", "h", "1.5h", "-5m", "+5m", "2H", "1D", "1 d x", "1dd",
-	"1d2h", "s5", "5 5m", "0x10s", "1e3s", "\xd9\xa1s", "5m\x01",
+	"",   "   ",   "5",   "5x",   "10x", "h",    "1.5h",  "-5m",  "+5m",	   "2H",
+	"1D", "1 d x", "1dd", "1d2h", "s5",  "5 5m", "0x10s", "1e3s", "\xd9\xa1s", "5m\x01",
 };
 
 static void test_bad(void **state)
@@ -88,8 +88,12 @@ static void test_messages(void **state)
 static void test_too_long(void **state)
 {
 	static const char *const huge[] = {
-		"3651d", "87601h", "5256001m", "315360001s",
-		"18446744073709551616s", "99999999999999999999999999999999d",
+		"3651d",
+		"87601h",
+		"5256001m",
+		"315360001s",
+		"18446744073709551616s",
+		"99999999999999999999999999999999d",
 		" 18446744073709551617 s ",
 	};
 	char err[256], want[256];
@@ -126,22 +130,22 @@ static const struct {
 	int64_t seconds;
 	const char *text;
 } formats[] = {
-	{ 0, "0s" },
-	{ 1, "1s" },
-	{ 59, "59s" },
-	{ 60, "1m" },
-	{ 119, "1m" },
-	{ 3599, "59m" },
-	{ 3600, "1h00m" },
-	{ 2 * 3600 + 5 * 60 + 59, "2h05m" },
-	{ 86399, "23h59m" },
-	{ 86400, "1d00h" },
-	{ 3 * 86400 + 4 * 3600 + 3599, "3d04h" },
-	{ 3650LL * 86400, "3650d00h" },
-	{ -42, "-42s" },
-	{ -(2 * 3600 + 5 * 60), "-2h05m" },
-	{ INT64_MAX, "106751991167300d15h" },
-	{ INT64_MIN, "-106751991167300d15h" },
+	{0, "0s"},
+	{1, "1s"},
+	{59, "59s"},
+	{60, "1m"},
+	{119, "1m"},
+	{3599, "59m"},
+	{3600, "1h00m"},
+	{2 * 3600 + 5 * 60 + 59, "2h05m"},
+	{86399, "23h59m"},
+	{86400, "1d00h"},
+	{3 * 86400 + 4 * 3600 + 3599, "3d04h"},
+	{3650LL * 86400, "3650d00h"},
+	{-42, "-42s"},
+	{-(2 * 3600 + 5 * 60), "-2h05m"},
+	{INT64_MAX, "106751991167300d15h"},
+	{INT64_MIN, "-106751991167300d15h"},
 };
 
 static void test_format(void **state)
@@ -170,7 +174,7 @@ static void test_format_small(void **state)
 /* What is formatted parses back to no more than it was (the format truncates). */
 static void test_round_trip(void **state)
 {
-	static const int64_t values[] = { 0, 59, 60, 3600, 86400, 3 * 86400 };
+	static const int64_t values[] = {0, 59, 60, 3600, 86400, 3 * 86400};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {

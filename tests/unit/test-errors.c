@@ -41,7 +41,8 @@ static void test_spec_codes(void **state)
 	assert_int_equal(up_error_code(UP_ERR_METHOD_NOT_FOUND), -32601);
 	assert_int_equal(up_error_code(UP_ERR_INVALID_PARAMS), -32602);
 	assert_int_equal(up_error_code(UP_ERR_INTERNAL_ERROR), -32603);
-	/* Our own live in the implementation-defined range or beyond it, never in the reserved one. */
+	/* Our own live in the implementation-defined range or beyond it, never in the reserved one.
+	 */
 	for (int e = UP_ERR_INTERNAL_ERROR + 1; e < _UP_ERR_MAX; e++) {
 		int c = up_error_code((enum up_error)e);
 		assert_true(c > -32600 || c < -32768);

@@ -53,7 +53,7 @@ static void test_several_per_read(void **state)
 	up_frame_init(&f, 64);
 	assert_int_equal(up_frame_feed(&f, data, strlen(data)), 0);
 	assert_int_equal(next(&f, "one"), 1);
-	assert_int_equal(next(&f, "two"), 1); /* CR stripped */
+	assert_int_equal(next(&f, "two"), 1);	/* CR stripped */
 	assert_int_equal(next(&f, "three"), 1); /* blank lines skipped */
 	assert_int_equal(next(&f, NULL), 0);
 	assert_int_equal(up_frame_pending(&f), strlen("four-partial"));

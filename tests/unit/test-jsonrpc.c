@@ -33,8 +33,8 @@ static void expect_invalid(const char *text, const char *want_why)
 
 static void test_valid(void **state)
 {
-	json_t *req = json_loads("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"a.b\",\"params\":{\"x\":1}}",
-				 0, NULL);
+	json_t *req = json_loads(
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"a.b\",\"params\":{\"x\":1}}", 0, NULL);
 	const char *method;
 	json_t *params, *id;
 	char why[256];
@@ -97,14 +97,17 @@ static void test_builders(void **state)
 
 	r = up_jsonrpc_errorf(NULL, UP_ERR_SESSION_NOT_FOUND, "no session %s", "abc");
 	line = up_json_dump_line(r, NULL);
-	assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32010,"
-				  "\"message\":\"no session abc\",\"data\":{\"name\":\"SESSION_NOT_FOUND\"}}}\n");
+	assert_string_equal(
+		line,
+		"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32010,"
+		"\"message\":\"no session abc\",\"data\":{\"name\":\"SESSION_NOT_FOUND\"}}}\n");
 	free(line);
 	json_decref(r);
 
 	r = up_jsonrpc_error(id, UP_ERR_PARSE_ERROR, NULL);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
-			    up_error_message(UP_ERR_PARSE_ERROR));
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+		up_error_message(UP_ERR_PARSE_ERROR));
 	json_decref(r);
 
 	r = up_jsonrpc_request("daemon.status", NULL, 3);
@@ -115,8 +118,9 @@ static void test_builders(void **state)
 
 	r = up_jsonrpc_notification("session.progress", json_pack("{s:s}", "phase", "BUILDING"));
 	assert_null(json_object_get(r, "id"));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "params"), "phase")),
-			    "BUILDING");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(r, "params"), "phase")),
+		"BUILDING");
 	json_decref(r);
 	json_decref(id);
 }
@@ -141,10 +145,8 @@ static void test_join(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_notification),
-		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_builders),
+		cmocka_unit_test(test_valid),	cmocka_unit_test(test_notification),
+		cmocka_unit_test(test_invalid), cmocka_unit_test(test_builders),
 		cmocka_unit_test(test_join),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,9 +16,11 @@
 #define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwRUsKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 #define CA_PEM "-----BEGIN CERTIFICATE-----\nQ0EK\n-----END CERTIFICATE-----\n"
 /* A certificate without its last newline, and a key. */
-#define CERT_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwVlNWQW89Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0="
-#define KEY_B64 "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tClMwVlpDZz09Ci0tLS0tRU5EIFBSSVZBVEUgS0VZLS0tLS0K"
-#define TOKEN "uplink-sentinel-kube-token"
+#define CERT_B64 \
+	"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwVlNWQW89Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0="
+#define KEY_B64 \
+	"LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tClMwVlpDZz09Ci0tLS0tRU5EIFBSSVZBVEUgS0VZLS0tLS0K"
+#define TOKEN	   "uplink-sentinel-kube-token"
 #define SESSION_CA "-----BEGIN CERTIFICATE-----\nU0VTU0lPTgo=\n-----END CERTIFICATE-----\n"
 
 /* One kubeconfig: context "c" (body `ctx`, "" = cluster cl, user u) and "other". */
@@ -26,11 +28,12 @@ static char *kc(const char *cluster, const char *user, const char *ctx)
 {
 	char *t;
 
-	assert_true(asprintf(&t, "clusters:\n- name: cl\n  cluster: {%s}\n"
-				 "users:\n- name: u\n  user: {%s}\n"
-				 "contexts:\n- name: c\n  context: {%s}\n"
-				 "- name: other\n  context: {cluster: cl, user: u}\n",
-			 cluster, user, *ctx ? ctx : "cluster: cl, user: u") > 0);
+	assert_true(asprintf(&t,
+			     "clusters:\n- name: cl\n  cluster: {%s}\n"
+			     "users:\n- name: u\n  user: {%s}\n"
+			     "contexts:\n- name: c\n  context: {%s}\n"
+			     "- name: other\n  context: {cluster: cl, user: u}\n",
+			     cluster, user, *ctx ? ctx : "cluster: cl, user: u") > 0);
 	return t;
 }
 
@@ -56,37 +59,42 @@ static const struct {
 	const char *cluster, *user, *extra, *want;
 } refusals[] = {
 	/* Each case breaks every later check too: the earliest must win (reference §7.2). */
-	{ "server: https://a.test", "exec: {command: x}", "cluster: nowhere, user: u", "no cluster found in kubeconfig" },
-	{ "insecure-skip-tls-verify: true", "exec: {command: x}", "cluster: cl, user: nobody", "no user found in kubeconfig" },
-	{ "insecure-skip-tls-verify: true", "exec: {command: x}", "", "cluster has no server URL" },
-	{ "server: https://a.test, insecure-skip-tls-verify: true", "exec: {command: x}", "",
-	  "insecure-skip-tls-verify is not supported" },
-	{ "server: https://a.test", "exec: {command: x}, username: a", "",
-	  "cluster has no certificate-authority-data" },
-	{ "server: https://a.test, certificate-authority-data: " CA_B64, "exec: {command: x}, username: a", "",
-	  "exec and auth-provider credentials are not supported: uplink cannot run the plugin" },
-	{ "server: https://a.test, certificate-authority-data: " CA_B64, "auth-provider: {name: oidc}", "",
-	  "exec and auth-provider credentials are not supported" },
-	{ "server: https://a.test, certificate-authority-data: " CA_B64, "username: a, password: " TOKEN, "",
-	  "username/password credentials are not supported" },
-	{ "server: https://a.test, certificate-authority-data: " CA_B64, "client-certificate-data: " CERT_B64,
-	  "", "no supported credentials found; expected token, tokenFile, or client-certificate-data" },
-	{ "server: https://a.test, certificate-authority-data: " CA_B64, "tokenFile: /nonexistent/tok", "",
-	  "tokenFile '/nonexistent/tok' not found" },
-	{ "server: 'http://a.test', certificate-authority-data: " CA_B64, "token: " TOKEN, "",
-	  "is not https" },
-	{ "server: 'https://admin:" TOKEN "@a.test', certificate-authority-data: " CA_B64, "token: x", "",
-	  "the server URL has a user name or password in it" },
-	{ "server: 'http://admin:" TOKEN "@a.test', certificate-authority-data: " CA_B64, "token: x", "",
-	  "the server URL has a user name or password in it" },
-	{ "server: 'https://a.test:99999', certificate-authority-data: " CA_B64, "token: x", "",
-	  "has a bad port; write it as https://HOST[:PORT]" },
-	{ "server: 'https://a_b.test', certificate-authority-data: " CA_B64, "token: x", "",
-	  "the server's host 'a_b.test' is not a DNS name or an IP address" },
-	{ "server: 'https://a.test', tls-server-name: b.test, certificate-authority-data: " CA_B64, "token: x",
-	  "", "tls-server-name is not supported" },
-	{ "server: 'https://[::1]:6443', certificate-authority-data: " CA_B64,
-	  "client-certificate-data: " CERT_B64 ", client-key-data: " KEY_B64, "", "IPv6 API server address" },
+	{"server: https://a.test", "exec: {command: x}", "cluster: nowhere, user: u",
+	 "no cluster found in kubeconfig"},
+	{"insecure-skip-tls-verify: true", "exec: {command: x}", "cluster: cl, user: nobody",
+	 "no user found in kubeconfig"},
+	{"insecure-skip-tls-verify: true", "exec: {command: x}", "", "cluster has no server URL"},
+	{"server: https://a.test, insecure-skip-tls-verify: true", "exec: {command: x}", "",
+	 "insecure-skip-tls-verify is not supported"},
+	{"server: https://a.test", "exec: {command: x}, username: a", "",
+	 "cluster has no certificate-authority-data"},
+	{"server: https://a.test, certificate-authority-data: " CA_B64,
+	 "exec: {command: x}, username: a", "",
+	 "exec and auth-provider credentials are not supported: uplink cannot run the plugin"},
+	{"server: https://a.test, certificate-authority-data: " CA_B64,
+	 "auth-provider: {name: oidc}", "", "exec and auth-provider credentials are not supported"},
+	{"server: https://a.test, certificate-authority-data: " CA_B64,
+	 "username: a, password: " TOKEN, "", "username/password credentials are not supported"},
+	{"server: https://a.test, certificate-authority-data: " CA_B64,
+	 "client-certificate-data: " CERT_B64, "",
+	 "no supported credentials found; expected token, tokenFile, or client-certificate-data"},
+	{"server: https://a.test, certificate-authority-data: " CA_B64,
+	 "tokenFile: /nonexistent/tok", "", "tokenFile '/nonexistent/tok' not found"},
+	{"server: 'http://a.test', certificate-authority-data: " CA_B64, "token: " TOKEN, "",
+	 "is not https"},
+	{"server: 'https://admin:" TOKEN "@a.test', certificate-authority-data: " CA_B64,
+	 "token: x", "", "the server URL has a user name or password in it"},
+	{"server: 'http://admin:" TOKEN "@a.test', certificate-authority-data: " CA_B64, "token: x",
+	 "", "the server URL has a user name or password in it"},
+	{"server: 'https://a.test:99999', certificate-authority-data: " CA_B64, "token: x", "",
+	 "has a bad port; write it as https://HOST[:PORT]"},
+	{"server: 'https://a_b.test', certificate-authority-data: " CA_B64, "token: x", "",
+	 "the server's host 'a_b.test' is not a DNS name or an IP address"},
+	{"server: 'https://a.test', tls-server-name: b.test, certificate-authority-data: " CA_B64,
+	 "token: x", "", "tls-server-name is not supported"},
+	{"server: 'https://[::1]:6443', certificate-authority-data: " CA_B64,
+	 "client-certificate-data: " CERT_B64 ", client-key-data: " KEY_B64, "",
+	 "IPv6 API server address"},
 };
 
 static void test_refusal_order(void **state)
@@ -98,7 +106,8 @@ static void test_refusal_order(void **state)
 		struct up_kube_exposed *k = up_kube_exposed_new();
 		char *text = kc(refusals[i].cluster, refusals[i].user, refusals[i].extra);
 		int r = add(k, text, "c", why, sizeof(why));
-		if (r >= 0 || !strstr(why, refusals[i].want) || strncmp(why, "--kube-context c: ", 18) != 0)
+		if (r >= 0 || !strstr(why, refusals[i].want) ||
+		    strncmp(why, "--kube-context c: ", 18) != 0)
 			fail_msg("case %zu: got %d '%s', want '%s'", i, r, why, refusals[i].want);
 		assert_null(strstr(why, TOKEN));
 		assert_int_equal(k->n, 0);
@@ -131,8 +140,9 @@ static void test_same_api_host(void **state)
 	(void)state;
 	assert_int_equal(add(k, text, "c", why, sizeof(why)), 0);
 	assert_true(add(k, text, "other", why, sizeof(why)) < 0);
-	assert_string_equal(why, "--kube-context other: contexts 'other' and 'c' both resolve to API "
-				 "server host 'api.a.test'; they cannot both be selected");
+	assert_string_equal(why,
+			    "--kube-context other: contexts 'other' and 'c' both resolve to API "
+			    "server host 'api.a.test'; they cannot both be selected");
 	assert_int_equal(k->n, 1);
 	assert_string_equal(k->ctx[0].host, "api.a.test");
 	free(text);
@@ -143,11 +153,15 @@ static struct up_kube_exposed *two_contexts(void)
 {
 	const char *text =
 		"clusters:\n"
-		"- {name: bear, cluster: {server: 'https://api.bear-1.test:6443', certificate-authority-data: " CA_B64 "}}\n"
-		"- {name: crt, cluster: {server: 'https://10.0.0.1', certificate-authority-data: " CA_B64 "}}\n"
+		"- {name: bear, cluster: {server: 'https://api.bear-1.test:6443', "
+		"certificate-authority-data: " CA_B64 "}}\n"
+		"- {name: crt, cluster: {server: 'https://10.0.0.1', "
+		"certificate-authority-data: " CA_B64 "}}\n"
 		"users:\n"
-		"- {name: ub, user: {token: " TOKEN ", client-certificate-data: " CERT_B64 ", client-key-data: " KEY_B64 "}}\n"
-		"- {name: uc, user: {client-certificate-data: " CERT_B64 ", client-key-data: " KEY_B64 "}}\n"
+		"- {name: ub, user: {token: " TOKEN ", client-certificate-data: " CERT_B64
+		", client-key-data: " KEY_B64 "}}\n"
+		"- {name: uc, user: {client-certificate-data: " CERT_B64
+		", client-key-data: " KEY_B64 "}}\n"
 		"contexts:\n"
 		"- {name: b, context: {cluster: bear, user: ub, namespace: team}}\n"
 		"- {name: x, context: {cluster: crt, user: uc}}\n";
@@ -168,8 +182,9 @@ static void test_credentials_taken(void **state)
 	assert_string_equal(k->ctx[0].token, TOKEN);
 	assert_null(k->ctx[0].client_pem);
 	assert_null(k->ctx[1].token);
-	assert_string_equal(k->ctx[1].client_pem, "-----BEGIN CERTIFICATE-----\nQ0VSVAo=\n-----END CERTIFICATE-----\n"
-						  "-----BEGIN PRIVATE KEY-----\nS0VZCg==\n-----END PRIVATE KEY-----\n");
+	assert_string_equal(k->ctx[1].client_pem,
+			    "-----BEGIN CERTIFICATE-----\nQ0VSVAo=\n-----END CERTIFICATE-----\n"
+			    "-----BEGIN PRIVATE KEY-----\nS0VZCg==\n-----END PRIVATE KEY-----\n");
 	assert_int_equal(k->ctx[1].client_len, strlen(k->ctx[1].client_pem));
 	up_kube_exposed_free(k);
 }
@@ -185,16 +200,19 @@ static void test_agent_kubeconfig(void **state)
 	want = json_pack("{s:s, s:s, s:s, s:{}, s:[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}],"
 			 " s:[{s:s, s:{s:s}}, {s:s, s:{s:s}}],"
 			 " s:[{s:s, s:{s:s, s:s, s:s}}, {s:s, s:{s:s, s:s}}]}",
-			 "apiVersion", "v1", "kind", "Config", "current-context", "b", "preferences",
-			 "clusters", "name", "bear", "cluster", "server", "https://api.bear-1.test:6443",
+			 "apiVersion", "v1", "kind", "Config", "current-context", "b",
+			 "preferences", "clusters", "name", "bear", "cluster", "server",
+			 "https://api.bear-1.test:6443", "certificate-authority-data",
+			 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClUwVlRVMGxQVGdvPQotLS0tLUVORCBDRVJUS"
+			 "UZJQ0FURS0tLS0tCg==",
+			 "name", "crt", "cluster", "server", "https://10.0.0.1",
 			 "certificate-authority-data",
-			 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClUwVlRVMGxQVGdvPQotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==",
-			 "name", "crt", "cluster", "server", "https://10.0.0.1", "certificate-authority-data",
-			 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClUwVlRVMGxQVGdvPQotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==",
-			 "users", "name", "ub", "user", "token", UP_KUBE_PLACEHOLDER_TOKEN, "name", "uc",
-			 "user", "token", UP_KUBE_PLACEHOLDER_TOKEN,
-			 "contexts", "name", "b", "context", "cluster", "bear", "user", "ub", "namespace",
-			 "team", "name", "x", "context", "cluster", "crt", "user", "uc");
+			 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClUwVlRVMGxQVGdvPQotLS0tLUVORCBDRVJUS"
+			 "UZJQ0FURS0tLS0tCg==",
+			 "users", "name", "ub", "user", "token", UP_KUBE_PLACEHOLDER_TOKEN, "name",
+			 "uc", "user", "token", UP_KUBE_PLACEHOLDER_TOKEN, "contexts", "name", "b",
+			 "context", "cluster", "bear", "user", "ub", "namespace", "team", "name",
+			 "x", "context", "cluster", "crt", "user", "uc");
 	assert_non_null(want);
 	text = json_dumps(doc, JSON_SORT_KEYS);
 	if (!json_equal(doc, want))
@@ -221,12 +239,13 @@ static void test_rules(void **state)
 	assert_int_equal(up_ruleset_finish(rs, true, problems), 0);
 	doc = up_ruleset_render(rs, true);
 	/* Each rule carries its API server's port: the token reaches no other port. */
-	want = json_pack("{s:i, s:[{s:s, s:s, s:s, s:[s], s:i, s:{s:{s:s}}}, {s:s, s:s, s:s, s:[s], s:i, s:{s:[s]}}]}",
-			 "version", 1, "rules",
-			 "name", "kube-b", "layer", "kube", "source", "kubeconfig:b", "hosts",
-			 "api\\.bear\\-1\\.test", "port", 6443, "inject", "headers", "Authorization",
-			 "Bearer " TOKEN, "name", "kube-x", "layer", "kube", "source", "kubeconfig:x", "hosts",
-			 "10\\.0\\.0\\.1", "port", 443, "inject", "remove", "Authorization");
+	want = json_pack("{s:i, s:[{s:s, s:s, s:s, s:[s], s:i, s:{s:{s:s}}}, {s:s, s:s, s:s, "
+			 "s:[s], s:i, s:{s:[s]}}]}",
+			 "version", 1, "rules", "name", "kube-b", "layer", "kube", "source",
+			 "kubeconfig:b", "hosts", "api\\.bear\\-1\\.test", "port", 6443, "inject",
+			 "headers", "Authorization", "Bearer " TOKEN, "name", "kube-x", "layer",
+			 "kube", "source", "kubeconfig:x", "hosts", "10\\.0\\.0\\.1", "port", 443,
+			 "inject", "remove", "Authorization");
 	if (!json_equal(doc, want))
 		fail_msg("got %s", json_dumps(doc, 0));
 	/* Matches the API host only, any method and path; shown redacted. */

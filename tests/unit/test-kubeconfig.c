@@ -43,7 +43,8 @@ static void test_client_cert_data(void **state)
 	assert_string_equal(c->name, "local-k8s-admin");
 	assert_string_equal(c->file, D "cert.yaml");
 	assert_string_equal(c->server, "https://127.0.0.1:6443");
-	assert_string_equal(c->ca_pem, "-----BEGIN CERTIFICATE-----\nFAKE-CA\n-----END CERTIFICATE-----\n");
+	assert_string_equal(c->ca_pem,
+			    "-----BEGIN CERTIFICATE-----\nFAKE-CA\n-----END CERTIFICATE-----\n");
 	assert_int_equal(c->ca_len, strlen(c->ca_pem));
 	assert_non_null(strstr(c->cert_pem, "FAKE-CLIENT"));
 	assert_non_null(strstr(c->key_pem, "FAKE-KEY"));
@@ -81,7 +82,8 @@ static void test_files_resolved_next_to_kubeconfig(void **state)
 	assert_string_equal(c->token_file, UP_TEST_DATA_DIR "/kubeconfig/token.txt");
 	up_kube_context_free(c);
 	load_err(D "files.yaml", "bad-key",
-		 "kubeconfig " D "files.yaml: user 'u': cannot read client-key /nonexistent/abs/key.pem: "
+		 "kubeconfig " D
+		 "files.yaml: user 'u': cannot read client-key /nonexistent/abs/key.pem: "
 		 "No such file or directory");
 }
 
@@ -108,7 +110,8 @@ static void test_exec(void **state)
 		 "kubeconfig " D "exec.yaml: user 'alpha': exec apiVersion "
 		 "'client.authentication.k8s.io/v1alpha1' is not supported; use "
 		 "client.authentication.k8s.io/v1 or v1beta1");
-	load_err(D "exec.yaml", "nocmd", "kubeconfig " D "exec.yaml: user 'nocmd': exec has no command");
+	load_err(D "exec.yaml", "nocmd",
+		 "kubeconfig " D "exec.yaml: user 'nocmd': exec has no command");
 	load_err(D "exec.yaml", "badargs",
 		 "kubeconfig " D "exec.yaml: user 'badargs': exec args must be strings");
 }
@@ -142,14 +145,16 @@ static void test_merge_first_file_wins(void **state)
 
 static void test_missing_and_empty_files_skipped(void **state)
 {
-	struct up_kube_context *c = load_ok("/nonexistent/kubeconfig::" D "empty.yaml:" D "merge-b.yaml", "y");
+	struct up_kube_context *c =
+		load_ok("/nonexistent/kubeconfig::" D "empty.yaml:" D "merge-b.yaml", "y");
 
 	(void)state;
 	assert_string_equal(c->server, "https://only-b.example");
 	up_kube_context_free(c);
 	load_err("/nonexistent/one:/nonexistent/two", "x",
 		 "no kubeconfig found at /nonexistent/one, /nonexistent/two; point KUBECONFIG at "
-		 "one, or copy your cluster's (k3s writes /etc/rancher/k3s/k3s.yaml) to ~/.kube/config");
+		 "one, or copy your cluster's (k3s writes /etc/rancher/k3s/k3s.yaml) to "
+		 "~/.kube/config");
 }
 
 static void test_env_and_home(void **state)
@@ -164,7 +169,8 @@ static void test_env_and_home(void **state)
 	unsetenv("KUBECONFIG");
 	setenv("HOME", "/nonexistent-home", 1);
 	load_err(NULL, NULL,
-		 "no kubeconfig found at /nonexistent-home/.kube/config; point KUBECONFIG at one, or "
+		 "no kubeconfig found at /nonexistent-home/.kube/config; point KUBECONFIG at one, "
+		 "or "
 		 "copy your cluster's (k3s writes /etc/rancher/k3s/k3s.yaml) to ~/.kube/config");
 }
 
@@ -178,7 +184,8 @@ static void test_context_errors(void **state)
 		 "kubeconfig " D "no-current.yaml sets no current-context; name one with "
 		 "--deploy-context (known contexts: one, two)");
 	load_err(D "no-current.yaml", NULL,
-		 "kubeconfig " D "no-current.yaml has no context 'local-k8s-admin'; known contexts: one, two");
+		 "kubeconfig " D
+		 "no-current.yaml has no context 'local-k8s-admin'; known contexts: one, two");
 }
 
 static void test_malformed(void **state)
@@ -190,39 +197,49 @@ static void test_malformed(void **state)
 	load_err(D "list.yaml", "c",
 		 "kubeconfig " D "list.yaml is not a mapping of clusters, users and contexts");
 	load_err(D "anchors.yaml", "one",
-		 "kubeconfig " D "anchors.yaml is not valid YAML: line 2, column 3: anchors (&name) "
+		 "kubeconfig " D
+		 "anchors.yaml is not valid YAML: line 2, column 3: anchors (&name) "
 		 "are not supported");
 }
 
 static void test_broken_entries(void **state)
 {
 	(void)state;
-	load_err(D "broken.yaml", "noserver", "kubeconfig " D "broken.yaml: cluster 'noserver' has no server");
+	load_err(D "broken.yaml", "noserver",
+		 "kubeconfig " D "broken.yaml: cluster 'noserver' has no server");
 	load_err(D "broken.yaml", "ftp",
-		 "kubeconfig " D "broken.yaml: cluster 'ftp': server 'ftp://x' is not an http(s) URL");
+		 "kubeconfig " D
+		 "broken.yaml: cluster 'ftp': server 'ftp://x' is not an http(s) URL");
 	load_err(D "broken.yaml", "both-ca",
-		 "kubeconfig " D "broken.yaml: cluster 'both-ca' sets both certificate-authority-data "
+		 "kubeconfig " D
+		 "broken.yaml: cluster 'both-ca' sets both certificate-authority-data "
 		 "and certificate-authority; keep one");
 	load_err(D "broken.yaml", "insecure-ca",
-		 "kubeconfig " D "broken.yaml: cluster 'insecure-ca' sets both a certificate authority "
+		 "kubeconfig " D
+		 "broken.yaml: cluster 'insecure-ca' sets both a certificate authority "
 		 "and insecure-skip-tls-verify; keep one");
 	load_err(D "broken.yaml", "missing-cluster",
-		 "kubeconfig " D "broken.yaml: context 'missing-cluster' names cluster 'nope', which no "
+		 "kubeconfig " D
+		 "broken.yaml: context 'missing-cluster' names cluster 'nope', which no "
 		 "file defines");
 	load_err(D "broken.yaml", "missing-user",
-		 "kubeconfig " D "broken.yaml: context 'missing-user' names user 'ghost', which no file "
+		 "kubeconfig " D
+		 "broken.yaml: context 'missing-user' names user 'ghost', which no file "
 		 "defines");
 	load_err(D "broken.yaml", "no-cluster",
 		 "kubeconfig " D "broken.yaml: context 'no-cluster' names no cluster");
 	load_err(D "broken.yaml", "cert-only",
-		 "kubeconfig " D "broken.yaml: user 'cert-only' has a client certificate but no client key");
+		 "kubeconfig " D
+		 "broken.yaml: user 'cert-only' has a client certificate but no client key");
 	load_err(D "broken.yaml", "bad64",
 		 "kubeconfig " D "broken.yaml: user 'bad64': client-key-data is not valid base64");
 	load_err(D "broken.yaml", "gcp",
-		 "kubeconfig " D "broken.yaml: user 'gcp' uses auth-provider 'gcp', which uplink does "
+		 "kubeconfig " D
+		 "broken.yaml: user 'gcp' uses auth-provider 'gcp', which uplink does "
 		 "not support; switch it to an exec plugin (for GKE: gke-gcloud-auth-plugin)");
 	load_err(D "broken.yaml", "basic",
-		 "kubeconfig " D "broken.yaml: user 'basic' uses basic auth (username/password), which "
+		 "kubeconfig " D
+		 "broken.yaml: user 'basic' uses basic auth (username/password), which "
 		 "Kubernetes removed; use a token or a client certificate");
 }
 
@@ -232,8 +249,9 @@ static void test_contexts_listing(void **state)
 	char *current = NULL, err[512];
 
 	(void)state;
-	assert_int_equal(up_kubeconfig_contexts(D "merge-a.yaml:" D "merge-b.yaml", &names, &current,
-						err, sizeof(err)), 0);
+	assert_int_equal(up_kubeconfig_contexts(D "merge-a.yaml:" D "merge-b.yaml", &names,
+						&current, err, sizeof(err)),
+			 0);
 	/* x is listed once: the second file's x is shadowed. */
 	assert_int_equal(json_array_size(names), 4);
 	assert_string_equal(json_string_value(json_array_get(names, 0)), "x");

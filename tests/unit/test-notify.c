@@ -101,21 +101,29 @@ static void test_format_exited(void **state)
 	(void)state;
 	assert_int_equal(fmt("{\"id\":\"aaaaaaaaaaaa\",\"agent\":\"claude\",\"cwd\":\"/src/p\","
 			     "\"state\":\"EXITED\",\"created_at\":6275,\"exit_code\":3}",
-			     2, summary, body, &u), 0);
+			     2, summary, body, &u),
+			 0);
 	assert_string_equal(summary, "claude finished");
-	assert_string_equal(body, "Session aaaaaaaaaaaa in /src/p\nExited with code 3 after 1h02m.\n"
-				  "2 requests were denied.");
+	assert_string_equal(body,
+			    "Session aaaaaaaaaaaa in /src/p\nExited with code 3 after 1h02m.\n"
+			    "2 requests were denied.");
 	assert_int_equal(u, UP_NOTIFY_NORMAL);
 	/* "denied" in the object wins; one is singular; none says nothing. */
 	assert_int_equal(fmt("{\"id\":\"a\",\"cwd\":\"/\",\"state\":\"EXITED\",\"created_at\":9958,"
-			     "\"exit_code\":0,\"denied\":1}", 9, summary, body, &u), 0);
-	assert_string_equal(body, "Session a in /\nExited with code 0 after 42s.\n1 request was denied.");
+			     "\"exit_code\":0,\"denied\":1}",
+			     9, summary, body, &u),
+			 0);
+	assert_string_equal(body,
+			    "Session a in /\nExited with code 0 after 42s.\n1 request was denied.");
 	assert_string_equal(summary, "agent finished");
 	assert_int_equal(fmt("{\"id\":\"a\",\"cwd\":\"/\",\"state\":\"EXITED\",\"created_at\":0,"
-			     "\"ended_at\":90000,\"exit_code\":137}", 0, summary, body, &u), 0);
+			     "\"ended_at\":90000,\"exit_code\":137}",
+			     0, summary, body, &u),
+			 0);
 	assert_string_equal(body, "Session a in /\nExited with code 137 after 1d01h.");
 	/* No exit code, no start time. */
-	assert_int_equal(fmt("{\"id\":\"a\",\"cwd\":\"/\",\"state\":\"EXITED\"}", 0, summary, body, &u), 0);
+	assert_int_equal(
+		fmt("{\"id\":\"a\",\"cwd\":\"/\",\"state\":\"EXITED\"}", 0, summary, body, &u), 0);
 	assert_string_equal(body, "Session a in /\nExited after an unknown time.");
 }
 
@@ -125,22 +133,29 @@ static void test_format_failed_and_stopped(void **state)
 	enum up_notify_urgency u;
 
 	(void)state;
-	assert_int_equal(fmt("{\"id\":\"b\",\"agent\":\"claude\",\"cwd\":\"/w\",\"state\":\"FAILED\","
-			     "\"created_at\":9400,\"reason\":\"the pod was evicted\"}",
-			     0, summary, body, &u), 0);
+	assert_int_equal(
+		fmt("{\"id\":\"b\",\"agent\":\"claude\",\"cwd\":\"/w\",\"state\":\"FAILED\","
+		    "\"created_at\":9400,\"reason\":\"the pod was evicted\"}",
+		    0, summary, body, &u),
+		0);
 	assert_string_equal(summary, "claude session failed");
 	assert_string_equal(body, "Session b in /w\nFailed after 10m: the pod was evicted");
 	assert_int_equal(u, UP_NOTIFY_CRITICAL);
 	assert_int_equal(fmt("{\"id\":\"b\",\"state\":\"FAILED\",\"created_at\":9400}", 0, summary,
-			     body, &u), 0);
+			     body, &u),
+			 0);
 	assert_string_equal(body, "Session b in ?\nFailed after 10m: no reason was recorded");
-	assert_int_equal(fmt("{\"id\":\"c\",\"cwd\":\"/w\",\"state\":\"STOPPED\",\"created_at\":10000,"
-			     "\"reason\":\"stopped by the user\"}", 3, summary, body, &u), 0);
+	assert_int_equal(
+		fmt("{\"id\":\"c\",\"cwd\":\"/w\",\"state\":\"STOPPED\",\"created_at\":10000,"
+		    "\"reason\":\"stopped by the user\"}",
+		    3, summary, body, &u),
+		0);
 	assert_string_equal(summary, "agent session stopped");
 	assert_string_equal(body, "Session c in /w\nStopped after 0s: stopped by the user.\n"
 				  "3 requests were denied.");
 	assert_int_equal(u, UP_NOTIFY_NORMAL);
-	assert_int_equal(fmt("{\"id\":\"c\",\"state\":\"RUNNING\"}", 0, summary, body, &u), -EINVAL);
+	assert_int_equal(fmt("{\"id\":\"c\",\"state\":\"RUNNING\"}", 0, summary, body, &u),
+			 -EINVAL);
 }
 
 static void test_format_denied(void **state)
@@ -151,8 +166,9 @@ static void test_format_denied(void **state)
 	up_notify_format_denied("aaaaaaaaaaaa", "GET evil.example/", 1, body, sizeof(body));
 	assert_string_equal(body, "Session aaaaaaaaaaaa: a request was denied: GET evil.example/");
 	up_notify_format_denied("aaaaaaaaaaaa", "CONNECT x:443", 12, body, sizeof(body));
-	assert_string_equal(body, "Session aaaaaaaaaaaa: 12 requests were denied in the last minute; "
-				  "the latest: CONNECT x:443");
+	assert_string_equal(body,
+			    "Session aaaaaaaaaaaa: 12 requests were denied in the last minute; "
+			    "the latest: CONNECT x:443");
 }
 
 /* The backends on a real loop: every handle closed, nothing leaked. */

@@ -30,14 +30,14 @@ static int check_positive(const char *name, json_t *v, void *field, char *why, s
 }
 
 static const struct up_param table[] = {
-	{ "name", UP_PARAM_STRING, offsetof(struct p, name), UP_PARAM_MANDATORY, NULL },
-	{ "count", UP_PARAM_INT, offsetof(struct p, count), 0, check_positive },
-	{ "wait", UP_PARAM_BOOL, offsetof(struct p, wait), 0, NULL },
-	{ "filter", UP_PARAM_OBJECT, offsetof(struct p, filter), 0, NULL },
-	{ "ids", UP_PARAM_STRV, offsetof(struct p, ids), 0, NULL },
-	{ "args", UP_PARAM_ARRAY, offsetof(struct p, args), 0, NULL },
-	{ "maybe", UP_PARAM_STRING, offsetof(struct p, maybe), UP_PARAM_NULLABLE, NULL },
-	{ 0 },
+	{"name", UP_PARAM_STRING, offsetof(struct p, name), UP_PARAM_MANDATORY, NULL},
+	{"count", UP_PARAM_INT, offsetof(struct p, count), 0, check_positive},
+	{"wait", UP_PARAM_BOOL, offsetof(struct p, wait), 0, NULL},
+	{"filter", UP_PARAM_OBJECT, offsetof(struct p, filter), 0, NULL},
+	{"ids", UP_PARAM_STRV, offsetof(struct p, ids), 0, NULL},
+	{"args", UP_PARAM_ARRAY, offsetof(struct p, args), 0, NULL},
+	{"maybe", UP_PARAM_STRING, offsetof(struct p, maybe), UP_PARAM_NULLABLE, NULL},
+	{0},
 };
 
 static int run(const char *text, struct p *out, char *why)
@@ -47,7 +47,7 @@ static int run(const char *text, struct p *out, char *why)
 
 	if (text)
 		assert_non_null(params);
-	*out = (struct p){ 0 };
+	*out = (struct p){0};
 	r = up_params_dispatch(table, params, out, why, 256);
 	json_decref(params);
 	return r;
@@ -67,7 +67,7 @@ static void test_ok(void **state)
 	json_t *params = json_loads("{\"name\":\"x\",\"count\":3,\"wait\":true,\"filter\":{},"
 				    "\"ids\":[\"a\",\"b\"],\"args\":[1,\"z\"],\"maybe\":null}",
 				    0, NULL);
-	struct p out = { .maybe = "set" };
+	struct p out = {.maybe = "set"};
 	char why[256];
 
 	(void)state;
@@ -89,11 +89,13 @@ static void test_errors(void **state)
 	expect("{}", "missing parameter 'name'");
 	expect(NULL, "missing parameter 'name'");
 	expect("{\"name\":3}", "parameter 'name' must be a string, not an integer");
-	expect("{\"name\":\"x\",\"count\":\"3\"}", "parameter 'count' must be an integer, not a string");
+	expect("{\"name\":\"x\",\"count\":\"3\"}",
+	       "parameter 'count' must be an integer, not a string");
 	expect("{\"name\":\"x\",\"count\":1.5}",
 	       "parameter 'count' must be an integer, not a number with a fraction");
 	expect("{\"name\":\"x\",\"wait\":1}", "parameter 'wait' must be a boolean, not an integer");
-	expect("{\"name\":\"x\",\"filter\":[]}", "parameter 'filter' must be an object, not an array");
+	expect("{\"name\":\"x\",\"filter\":[]}",
+	       "parameter 'filter' must be an object, not an array");
 	expect("{\"name\":\"x\",\"ids\":[\"a\",2]}",
 	       "parameter 'ids' must be an array of strings, not an array");
 	expect("{\"name\":null}", "parameter 'name' must be a string, not null");
@@ -103,7 +105,7 @@ static void test_errors(void **state)
 
 static void test_empty_array_is_no_params(void **state)
 {
-	static const struct up_param none[] = { { 0 } };
+	static const struct up_param none[] = {{0}};
 	json_t *params = json_array();
 	char why[256];
 

@@ -98,10 +98,8 @@ static void test_mkdir_parents(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_affixes),
-		cmocka_unit_test(test_socket_env),
-		cmocka_unit_test(test_too_long),
-		cmocka_unit_test(test_lock_path),
+		cmocka_unit_test(test_affixes),	      cmocka_unit_test(test_socket_env),
+		cmocka_unit_test(test_too_long),      cmocka_unit_test(test_lock_path),
 		cmocka_unit_test(test_mkdir_parents),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,10 +28,12 @@ static void write_store(bool locked)
 	FILE *f = fopen(secret_file, "w");
 
 	assert_non_null(f);
-	fprintf(f, "{\"locked\": %s, \"entries\": ["
-		   "{\"service\": \"svc\", \"username\": \"us:er\", \"value\": \"s3cr3t\"},"
-		   "{\"service\": \"tricky\", \"username\": \"u\", \"value\": \"{{exec:touch %s.ran}}\"},"
-		   "{\"service\": \"nl\", \"username\": \"u\", \"value\": \"a\\nb\"}]}",
+	fprintf(f,
+		"{\"locked\": %s, \"entries\": ["
+		"{\"service\": \"svc\", \"username\": \"us:er\", \"value\": \"s3cr3t\"},"
+		"{\"service\": \"tricky\", \"username\": \"u\", \"value\": \"{{exec:touch "
+		"%s.ran}}\"},"
+		"{\"service\": \"nl\", \"username\": \"u\", \"value\": \"a\\nb\"}]}",
 		locked ? "true" : "false", secret_file);
 	fclose(f);
 }
@@ -62,8 +64,9 @@ static void test_parse(void **state)
 	struct up_ph_template t;
 	char why[256];
 
-	assert_int_equal(up_ph_parse("Bearer {{keyring:svc:us:er}}-{{exec:echo }} }}x{{y}}", &t, why,
-				     sizeof(why)), 0);
+	assert_int_equal(up_ph_parse("Bearer {{keyring:svc:us:er}}-{{exec:echo }} }}x{{y}}", &t,
+				     why, sizeof(why)),
+			 0);
 	assert_int_equal(t.n, 5);
 	assert_true(t.has_exec);
 	assert_int_equal(t.segs[0].kind, UP_PH_LITERAL);
@@ -81,7 +84,8 @@ static void test_parse(void **state)
 	assert_int_equal(up_ph_parse("{{keyring::u}}", &t, why, sizeof(why)), -EINVAL);
 	assert_string_equal(why, "malformed keyring placeholder; write {{keyring:SERVICE:USER}}");
 	assert_int_equal(up_ph_parse("{{keyring:s:u}", &t, why, sizeof(why)), -EINVAL);
-	assert_int_equal(up_ph_parse("{{exec:a\nb}}", &t, why, sizeof(why)), 0); /* a command may span lines */
+	assert_int_equal(up_ph_parse("{{exec:a\nb}}", &t, why, sizeof(why)),
+			 0); /* a command may span lines */
 	up_ph_template_done(&t);
 }
 
@@ -111,9 +115,11 @@ static struct up_ruleset *rules_with(const char *value)
 	for (const char *v = value; *v; v++) /* single-quoted YAML: '' is a quote */
 		q += sprintf(q, *v == '\'' ? "''" : "%c", *v);
 	(void)snprintf(yaml, sizeof(yaml),
-		       "rules:\n  - name: r\n    hosts: [x]\n    inject:\n      headers:\n        X-A: '%s'\n",
+		       "rules:\n  - name: r\n    hosts: [x]\n    inject:\n      headers:\n        "
+		       "X-A: '%s'\n",
 		       quoted);
-	assert_int_equal(up_ruleset_load_string(rs, UP_LAYER_USER, "t.yaml", yaml, strlen(yaml), p), 0);
+	assert_int_equal(up_ruleset_load_string(rs, UP_LAYER_USER, "t.yaml", yaml, strlen(yaml), p),
+			 0);
 	assert_int_equal(up_ruleset_finish(rs, true, p), 0);
 	json_decref(p);
 	return rs;
@@ -123,13 +129,14 @@ static struct up_ruleset *rules_with(const char *value)
 static struct up_ruleset *resolve(const char *value, bool allow_exec, unsigned timeout_ms,
 				  struct result *res)
 {
-	struct up_resolve_options o = { .allow_exec = allow_exec, .exec_timeout_ms = timeout_ms,
-					.store = &up_secret_store_file };
+	struct up_resolve_options o = {.allow_exec = allow_exec,
+				       .exec_timeout_ms = timeout_ms,
+				       .store = &up_secret_store_file};
 	struct up_ruleset *rs = rules_with(value);
 	struct up_resolve *job;
 	uv_loop_t loop;
 
-	*res = (struct result){ 0 };
+	*res = (struct result){0};
 	assert_int_equal(uv_loop_init(&loop), 0);
 	assert_int_equal(up_resolve_start(&loop, rs, &o, on_done, res, &job), 0);
 	(void)uv_run(&loop, UV_RUN_DEFAULT);
@@ -157,25 +164,30 @@ static void test_keyring(void **state)
 	rs = resolve("{{keyring:svc:nobody}}", false, 0, &res);
 	assert_int_equal(res.r, -EINVAL);
 	assert_int_equal(res.e, UP_ERR_SECRET_NOT_FOUND);
-	assert_string_equal(res.msg,
+	assert_string_equal(
+		res.msg,
 		"rule 'r' (t.yaml:2), header 'X-A': keyring entry not found: service='svc' "
-		"username='nobody'; create it with: keyring set 'svc' 'nobody'  (or: secret-tool store "
+		"username='nobody'; create it with: keyring set 'svc' 'nobody'  (or: secret-tool "
+		"store "
 		"--label=uplink service 'svc' username 'nobody')");
 	assert_null(resolved(rs));
 	up_ruleset_free(rs);
 
 	rs = resolve("{{keyring:nl:u}}", false, 0, &res);
 	assert_int_equal(res.e, UP_ERR_RULES_INVALID);
-	assert_string_equal(res.msg, "rule 'r' (t.yaml:2), header 'X-A': the resolved value holds a "
-				     "line break, another control character, or a character outside "
-				     "Latin-1; a header value is one line of Latin-1 text");
+	assert_string_equal(res.msg,
+			    "rule 'r' (t.yaml:2), header 'X-A': the resolved value holds a "
+			    "line break, another control character, or a character outside "
+			    "Latin-1; a header value is one line of Latin-1 text");
 	up_ruleset_free(rs);
 
 	write_store(true);
 	rs = resolve("{{keyring:svc:us:er}}", false, 0, &res);
 	assert_int_equal(res.e, UP_ERR_KEYRING_LOCKED);
-	assert_string_equal(res.msg,
-		"rule 'r' (t.yaml:2), header 'X-A': the keyring holding service='svc' username='us:er' "
+	assert_string_equal(
+		res.msg,
+		"rule 'r' (t.yaml:2), header 'X-A': the keyring holding service='svc' "
+		"username='us:er' "
 		"is locked; unlock it (log in to the desktop session, or run: gnome-keyring-daemon "
 		"--unlock) and retry");
 	assert_null(strstr(res.msg, "s3cr3t"));
@@ -190,10 +202,12 @@ static void test_single_pass(void **state)
 
 	write_store(false);
 	(void)snprintf(ran, sizeof(ran), "%s.ran", secret_file);
-	rs = resolve("{{keyring:tricky:u}}{{exec:printf '\\173\\173keyring:svc:us:er\\175\\175'}}", true, 0, &res);
+	rs = resolve("{{keyring:tricky:u}}{{exec:printf '\\173\\173keyring:svc:us:er\\175\\175'}}",
+		     true, 0, &res);
 	assert_int_equal(res.r, 0);
 	/* neither the keyring value nor the command's output is scanned again */
-	(void)snprintf(res.msg, sizeof(res.msg), "{{exec:touch %s.ran}}{{keyring:svc:us:er}}", secret_file);
+	(void)snprintf(res.msg, sizeof(res.msg), "{{exec:touch %s.ran}}{{keyring:svc:us:er}}",
+		       secret_file);
 	assert_string_equal(resolved(rs), res.msg);
 	assert_int_equal(access(ran, F_OK), -1);
 	up_ruleset_free(rs);
@@ -211,8 +225,9 @@ static void test_exec(void **state)
 
 	rs = resolve("{{exec:echo out; echo bad thing >&2; exit 3}}", true, 0, &res);
 	assert_int_equal(res.e, UP_ERR_EXEC_FAILED);
-	assert_string_equal(res.msg, "rule 'r' (t.yaml:2), header 'X-A': exec placeholder failed "
-				     "(exit 3): 'echo out; echo bad thing >&2; exit 3': bad thing\n");
+	assert_string_equal(res.msg,
+			    "rule 'r' (t.yaml:2), header 'X-A': exec placeholder failed "
+			    "(exit 3): 'echo out; echo bad thing >&2; exit 3': bad thing\n");
 	assert_null(strstr(res.msg, "out;x"));
 	up_ruleset_free(rs);
 
@@ -251,8 +266,9 @@ static void test_exec_timeout(void **state)
 	/* a grandchild holding the pipe open dies with the group */
 	rs = resolve("{{exec:sleep 20 & sleep 20}}", true, 300, &res);
 	assert_int_equal(res.e, UP_ERR_EXEC_FAILED);
-	assert_string_equal(res.msg, "rule 'r' (t.yaml:2), header 'X-A': exec placeholder timed out "
-				     "after 300 ms: 'sleep 20 & sleep 20'");
+	assert_string_equal(res.msg,
+			    "rule 'r' (t.yaml:2), header 'X-A': exec placeholder timed out "
+			    "after 300 ms: 'sleep 20 & sleep 20'");
 	assert_true(uv_hrtime() - t0 < 5000000000ull);
 	up_ruleset_free(rs);
 }
@@ -265,8 +281,10 @@ static void test_exec_huge_output(void **state)
 
 	rs = resolve("{{exec:yes}}", true, 10000, &res);
 	assert_int_equal(res.e, UP_ERR_EXEC_FAILED);
-	(void)snprintf(msg, sizeof(msg), "rule 'r' (t.yaml:2), header 'X-A': exec placeholder printed "
-					 "more than %d bytes: 'yes'", UP_EXEC_OUTPUT_MAX);
+	(void)snprintf(msg, sizeof(msg),
+		       "rule 'r' (t.yaml:2), header 'X-A': exec placeholder printed "
+		       "more than %d bytes: 'yes'",
+		       UP_EXEC_OUTPUT_MAX);
 	assert_string_equal(res.msg, msg);
 	up_ruleset_free(rs);
 
@@ -278,9 +296,9 @@ static void test_exec_huge_output(void **state)
 
 static void test_cancel(void **state)
 {
-	struct up_resolve_options o = { .allow_exec = true, .store = &up_secret_store_file };
+	struct up_resolve_options o = {.allow_exec = true, .store = &up_secret_store_file};
 	struct up_ruleset *rs = rules_with("{{exec:sleep 30}}");
-	struct result res = { 0 };
+	struct result res = {0};
 	struct up_resolve *job;
 	uv_loop_t loop;
 	uint64_t t0 = uv_hrtime();

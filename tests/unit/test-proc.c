@@ -14,13 +14,18 @@
 
 #include "proc.h"
 
-static char *sh[] = { (char *)"/bin/sh", (char *)"-c", NULL, NULL };
+static char *sh[] = {(char *)"/bin/sh", (char *)"-c", NULL, NULL};
 
 static void test_stdout_and_stderr_apart(void **state)
 {
 	char out[64], err[64];
-	struct up_run run = { .argv = sh, .timeout_ms = 5000, .fd3 = -1, .out = out,
-			      .out_len = sizeof(out), .err = err, .err_len = sizeof(err) };
+	struct up_run run = {.argv = sh,
+			     .timeout_ms = 5000,
+			     .fd3 = -1,
+			     .out = out,
+			     .out_len = sizeof(out),
+			     .err = err,
+			     .err_len = sizeof(err)};
 
 	(void)state;
 	sh[2] = (char *)"echo oops >&2; echo key; echo more >&2; exit 3";
@@ -54,8 +59,8 @@ static void test_fd3_and_stdin(void **state)
 {
 	char out[64];
 	int fd = memfd_create("t", MFD_CLOEXEC);
-	struct up_run run = { .argv = sh, .timeout_ms = 5000, .fd3 = fd, .out = out,
-			      .out_len = sizeof(out) };
+	struct up_run run = {
+		.argv = sh, .timeout_ms = 5000, .fd3 = fd, .out = out, .out_len = sizeof(out)};
 
 	(void)state;
 	assert_true(fd >= 0);
@@ -86,9 +91,9 @@ static void test_fd3_and_stdin(void **state)
 static void test_timeout_and_missing(void **state)
 {
 	char out[16];
-	char *nope[] = { (char *)"uplink-no-such-program", NULL };
-	struct up_run run = { .argv = sh, .timeout_ms = 200, .fd3 = -1, .out = out,
-			      .out_len = sizeof(out) };
+	char *nope[] = {(char *)"uplink-no-such-program", NULL};
+	struct up_run run = {
+		.argv = sh, .timeout_ms = 200, .fd3 = -1, .out = out, .out_len = sizeof(out)};
 
 	(void)state;
 	sh[2] = (char *)"echo started; exec sleep 10";

@@ -19,8 +19,8 @@ struct echo_params {
 };
 
 static const struct up_param echo_params[] = {
-	{ "value", UP_PARAM_ANY, offsetof(struct echo_params, value), UP_PARAM_MANDATORY, NULL },
-	{ 0 },
+	{"value", UP_PARAM_ANY, offsetof(struct echo_params, value), UP_PARAM_MANDATORY, NULL},
+	{0},
 };
 
 static int t_echo(struct up_request *req, void *params, void *ud)
@@ -37,8 +37,8 @@ struct async_params {
 };
 
 static const struct up_param async_params[] = {
-	{ "ms", UP_PARAM_INT, offsetof(struct async_params, ms), UP_PARAM_MANDATORY, NULL },
-	{ 0 },
+	{"ms", UP_PARAM_INT, offsetof(struct async_params, ms), UP_PARAM_MANDATORY, NULL},
+	{0},
 };
 
 struct async_job {
@@ -99,11 +99,11 @@ static int t_push(struct up_request *req, void *params, void *ud)
 }
 
 static const struct up_method methods[] = {
-	{ "t.echo", echo_params, sizeof(struct echo_params), t_echo, 0 },
-	{ "t.async", async_params, sizeof(struct async_params), t_async, 0 },
-	{ "t.fail", NULL, 0, t_fail, 0 },
-	{ "t.push", NULL, 0, t_push, 0 },
-	{ 0 },
+	{"t.echo", echo_params, sizeof(struct echo_params), t_echo, 0},
+	{"t.async", async_params, sizeof(struct async_params), t_async, 0},
+	{"t.fail", NULL, 0, t_fail, 0},
+	{"t.push", NULL, 0, t_push, 0},
+	{0},
 };
 
 struct fixture {
@@ -152,7 +152,8 @@ static void test_echo(void **state)
 	assert_string_equal(json_string_value(json_object_get(r, "id")), "s1");
 	assert_int_equal(json_array_size(json_object_get(r, "result")), 2);
 	json_decref(r);
-	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":-4,\"method\":\"t.echo\",\"params\":{\"value\":null}}\n");
+	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":-4,\"method\":\"t.echo\",\"params\":{\"value\":"
+		    "null}}\n");
 	assert_int_equal(json_integer_value(json_object_get(r, "id")), -4);
 	assert_true(json_is_null(json_object_get(r, "result")));
 	json_decref(r);
@@ -163,7 +164,8 @@ static void test_unknown_method(void **state)
 	struct fixture *x = *state;
 	json_t *r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.nope\"}\n");
 
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")), -32601);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),
+			 -32601);
 	assert_string_equal(error_name(r), "METHOD_NOT_FOUND");
 	assert_non_null(strstr(error_message(r), "t.nope"));
 	assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
@@ -173,12 +175,14 @@ static void test_unknown_method(void **state)
 static void test_bad_params(void **state)
 {
 	struct fixture *x = *state;
-	json_t *r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.async\",\"params\":{\"ms\":\"5\"}}\n");
+	json_t *r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.async\",\"params\":{"
+			    "\"ms\":\"5\"}}\n");
 
 	assert_string_equal(error_name(r), "INVALID_PARAMS");
 	assert_string_equal(error_message(r), "parameter 'ms' must be an integer, not a string");
 	json_decref(r);
-	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.echo\",\"params\":{\"value\":1,\"vlaue\":2}}\n");
+	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.echo\",\"params\":{\"value\":1,"
+		    "\"vlaue\":2}}\n");
 	assert_string_equal(error_message(r), "unknown parameter 'vlaue'");
 	json_decref(r);
 	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"t.fail\",\"params\":{\"a\":1}}\n");
@@ -191,13 +195,15 @@ static void test_malformed_keeps_connection(void **state)
 	struct fixture *x = *state;
 	json_t *r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":1,\n");
 
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")), -32700);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),
+			 -32700);
 	assert_true(json_is_null(json_object_get(r, "id")));
 	json_decref(r);
 	r = call(x, "\x01\x02garbage\n");
 	assert_string_equal(error_name(r), "PARSE_ERROR");
 	json_decref(r);
-	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"t.echo\",\"params\":{\"value\":9}}\n");
+	r = call(x,
+		 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"t.echo\",\"params\":{\"value\":9}}\n");
 	assert_int_equal(json_integer_value(json_object_get(r, "result")), 9);
 	json_decref(r);
 }
@@ -222,10 +228,12 @@ static void test_notification_gets_no_answer(void **state)
 	json_t *r;
 
 	/* Neither a good nor a failing notification is answered (JSON-RPC 2.0, 4.1). */
-	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"method\":\"t.echo\",\"params\":{\"value\":1}}\n");
+	harness_send(x->fd,
+		     "{\"jsonrpc\":\"2.0\",\"method\":\"t.echo\",\"params\":{\"value\":1}}\n");
 	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"method\":\"t.nope\"}\n");
 	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"method\":\"t.fail\"}\n");
-	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.echo\",\"params\":{\"value\":2}}\n");
+	r = call(x,
+		 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.echo\",\"params\":{\"value\":2}}\n");
 	assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
 	json_decref(r);
 }
@@ -233,19 +241,24 @@ static void test_notification_gets_no_answer(void **state)
 static void test_batch(void **state)
 {
 	struct fixture *x = *state;
-	json_t *r = call(x, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.echo\",\"params\":{\"value\":\"a\"}},"
-			    "{\"jsonrpc\":\"2.0\",\"method\":\"t.echo\",\"params\":{\"value\":\"n\"}},"
-			    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.nope\"},"
-			    "1,"
-			    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"t.async\",\"params\":{\"ms\":20}}]\n");
+	json_t *r = call(
+		x,
+		"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.echo\",\"params\":{\"value\":\"a\"}}"
+		","
+		"{\"jsonrpc\":\"2.0\",\"method\":\"t.echo\",\"params\":{\"value\":\"n\"}},"
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.nope\"},"
+		"1,"
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"t.async\",\"params\":{\"ms\":20}}]\n");
 
 	assert_true(json_is_array(r));
 	assert_int_equal(json_array_size(r), 4);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(r, 0), "result")), "a");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(r, 0), "result")),
+			    "a");
 	assert_string_equal(error_name(json_array_get(r, 1)), "METHOD_NOT_FOUND");
 	assert_string_equal(error_name(json_array_get(r, 2)), "INVALID_REQUEST");
 	assert_true(json_is_null(json_object_get(json_array_get(r, 2), "id")));
-	assert_true(json_is_true(json_object_get(json_object_get(json_array_get(r, 3), "result"), "done")));
+	assert_true(json_is_true(
+		json_object_get(json_object_get(json_array_get(r, 3), "result"), "done")));
 	json_decref(r);
 }
 
@@ -262,15 +275,18 @@ static void test_batch_edge_cases(void **state)
 	json_decref(r);
 
 	/* Only notifications: nothing at all comes back, so the next answer is the echo's. */
-	harness_send(x->fd, "[{\"jsonrpc\":\"2.0\",\"method\":\"t.echo\",\"params\":{\"value\":1}}]\n");
-	r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"t.echo\",\"params\":{\"value\":7}}\n");
+	harness_send(x->fd,
+		     "[{\"jsonrpc\":\"2.0\",\"method\":\"t.echo\",\"params\":{\"value\":1}}]\n");
+	r = call(x,
+		 "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"t.echo\",\"params\":{\"value\":7}}\n");
 	assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
 	json_decref(r);
 
 	big = malloc(64 * (UP_MAX_BATCH + 2));
 	big[n++] = '[';
 	for (int i = 0; i <= UP_MAX_BATCH; i++)
-		n += (size_t)sprintf(big + n, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"t.fail\"}",
+		n += (size_t)sprintf(big + n,
+				     "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"t.fail\"}",
 				     i ? "," : "", i);
 	memcpy(big + n, "]\n", 3);
 	r = call(x, big);
@@ -286,7 +302,8 @@ static void test_handler_failure(void **state)
 	json_t *r = call(x, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.fail\"}\n");
 
 	assert_string_equal(error_name(r), "INTERNAL_ERROR");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")), -32603);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "error"), "code")),
+			 -32603);
 	json_decref(r);
 }
 
@@ -307,8 +324,10 @@ static void test_client_gone_cancels(void **state)
 {
 	struct fixture *x = *state;
 
-	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.async\",\"params\":{\"ms\":60000}}\n");
-	harness_send(x->fd, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.async\",\"params\":{\"ms\":60000}}]\n");
+	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.async\",\"params\":{"
+			    "\"ms\":60000}}\n");
+	harness_send(x->fd, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"t.async\",\"params\":{"
+			    "\"ms\":60000}}]\n");
 	for (int i = 0; i < 20; i++)
 		(void)uv_run(&x->h.loop, UV_RUN_NOWAIT);
 	assert_int_equal(up_rpc_inflight(x->h.rpc), 2);
@@ -330,7 +349,9 @@ static void test_inflight_limit_pauses_not_drops(void **state)
 
 	for (int i = 0; i < n; i++) {
 		snprintf(line, sizeof(line),
-			 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"t.async\",\"params\":{\"ms\":5}}\n", i);
+			 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"t.async\",\"params\":{\"ms\":"
+			 "5}}\n",
+			 i);
 		harness_send(x->fd, line);
 	}
 	for (int i = 0; i < n; i++) {
@@ -348,7 +369,8 @@ static void test_shutdown_answers_inflight(void **state)
 	json_t *r;
 	bool eof;
 
-	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.async\",\"params\":{\"ms\":60000}}\n");
+	harness_send(x->fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.async\",\"params\":{"
+			    "\"ms\":60000}}\n");
 	for (int i = 0; i < 20; i++)
 		(void)uv_run(&x->h.loop, UV_RUN_NOWAIT);
 	up_server_shutdown(x->h.server);
@@ -374,7 +396,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_handler_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_push_before_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_gone_cancels, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_inflight_limit_pauses_not_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inflight_limit_pauses_not_drops, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_shutdown_answers_inflight, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,9 @@ static int teardown(void **state)
 }
 
 static const char *const decisions[] = {
-	[UP_DECISION_DENY] = "deny", [UP_DECISION_ALLOW] = "allow", [UP_DECISION_L4] = "l4",
+	[UP_DECISION_DENY] = "deny",
+	[UP_DECISION_ALLOW] = "allow",
+	[UP_DECISION_L4] = "l4",
 };
 
 /* Returns NULL when the case agrees, else what differs. */
@@ -59,20 +61,23 @@ static char *run_case(const json_t *c, char *buf, size_t len)
 	const char *stage;
 
 	if (up_ruleset_load_json(rs, doc, problems) < 0) {
-		(void)snprintf(buf, len, "rules do not load: %s", json_string_value(json_array_get(problems, 0)));
+		(void)snprintf(buf, len, "rules do not load: %s",
+			       json_string_value(json_array_get(problems, 0)));
 		goto out;
 	}
 	d = up_ruleset_evaluate(rs, method, https, host, path, &rule);
-	stage = d != UP_DECISION_DENY ? NULL
-		: https && !up_ruleset_match_connect(rs, host) ? "connect" : "request";
+	stage = d != UP_DECISION_DENY			       ? NULL
+		: https && !up_ruleset_match_connect(rs, host) ? "connect"
+							       : "request";
 	for (size_t i = 0; rule && d == UP_DECISION_ALLOW && i < rule->n_headers; i++)
 		(void)json_array_append_new(names, json_string(rule->headers[i].name));
 	want_names = json_object_get(exp, "inject");
 	same = streq(decisions[d], json_string_value(json_object_get(exp, "decision"))) &&
 	       (rule ? json_is_string(json_object_get(exp, "rule")) &&
-			       streq(rule->name, json_string_value(json_object_get(exp, "rule"))) &&
-			       streq(up_rule_layer_name(rule->layer),
-				     json_string_value(json_object_get(exp, "layer")))
+				streq(rule->name,
+				      json_string_value(json_object_get(exp, "rule"))) &&
+				streq(up_rule_layer_name(rule->layer),
+				      json_string_value(json_object_get(exp, "layer")))
 		     : json_is_null(json_object_get(exp, "rule"))) &&
 	       json_equal(names, want_names) &&
 	       ((!stage && !want_stage) || (stage && want_stage && streq(stage, want_stage)));
@@ -80,7 +85,8 @@ static char *run_case(const json_t *c, char *buf, size_t len)
 		buf = NULL;
 	else
 		(void)snprintf(buf, len, "got %s rule=%s layer=%s stage=%s", decisions[d],
-			       rule ? rule->name : "null", rule ? up_rule_layer_name(rule->layer) : "null",
+			       rule ? rule->name : "null",
+			       rule ? up_rule_layer_name(rule->layer) : "null",
 			       stage ? stage : "-");
 out:
 	json_decref(doc);
@@ -98,7 +104,7 @@ static void test_vectors(void **state)
 
 	assert_int_equal(json_integer_value(json_object_get(vectors, "version")), 1);
 	assert_true(json_array_size(cases) >= 80);
-	json_array_foreach(cases, i, c) {
+	json_array_foreach (cases, i, c) {
 		const char *why = run_case(c, buf, sizeof(buf));
 		if (why) {
 			char *want = json_dumps(json_object_get(c, "expect"), JSON_COMPACT);

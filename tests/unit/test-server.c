@@ -22,8 +22,8 @@ static int t_ping(struct up_request *req, void *params, void *ud)
 }
 
 static const struct up_method methods[] = {
-	{ "t.ping", NULL, 0, t_ping, 0 },
-	{ 0 },
+	{"t.ping", NULL, 0, t_ping, 0},
+	{0},
 };
 
 static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t.ping\"}\n";
@@ -43,7 +43,7 @@ static void expect_pong(struct harness *h, int fd)
 
 static int connect_path(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);

@@ -16,7 +16,7 @@
 
 static const char *const names[] = {
 	"PREPARING", "BUILDING", "DEPLOYING", "STARTING", "RUNNING",
-	"EXITED", "FAILED", "STOPPED", "TEARDOWN", "GONE",
+	"EXITED",    "FAILED",	 "STOPPED",   "TEARDOWN", "GONE",
 };
 
 static void test_names(void **state)
@@ -30,7 +30,7 @@ static void test_names(void **state)
 	}
 	assert_null(up_session_state_to_name(_UP_SESSION_STATE_MAX));
 	assert_null(up_session_state_to_name(_UP_SESSION_STATE_INVALID));
-	assert_null(up_session_state_to_name((enum up_session_state)-1));
+	assert_null(up_session_state_to_name((enum up_session_state) - 1));
 	assert_int_equal(up_session_state_from_name("running"), _UP_SESSION_STATE_INVALID);
 	assert_int_equal(up_session_state_from_name("RUNNING "), _UP_SESSION_STATE_INVALID);
 	assert_int_equal(up_session_state_from_name(""), _UP_SESSION_STATE_INVALID);
@@ -39,8 +39,8 @@ static void test_names(void **state)
 
 static void test_classes(void **state)
 {
-	static const bool terminal[] = { 0, 0, 0, 0, 0, 1, 1, 1, 1, 1 };
-	static const bool starting[] = { 1, 1, 1, 1, 0, 0, 0, 0, 0, 0 };
+	static const bool terminal[] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+	static const bool starting[] = {1, 1, 1, 1, 0, 0, 0, 0, 0, 0};
 
 	(void)state;
 	for (int i = 0; i < _UP_SESSION_STATE_MAX; i++) {
@@ -58,14 +58,14 @@ static void test_classes(void **state)
 static const struct {
 	enum up_session_state from, to;
 } legal[] = {
-	{ S(PREPARING), S(BUILDING) },  { S(PREPARING), S(DEPLOYING) }, { S(PREPARING), S(FAILED) },
-	{ S(PREPARING), S(STOPPED) },   { S(BUILDING), S(DEPLOYING) },  { S(BUILDING), S(FAILED) },
-	{ S(BUILDING), S(STOPPED) },    { S(DEPLOYING), S(STARTING) },  { S(DEPLOYING), S(FAILED) },
-	{ S(DEPLOYING), S(STOPPED) },   { S(STARTING), S(RUNNING) },    { S(STARTING), S(EXITED) },
-	{ S(STARTING), S(FAILED) },     { S(STARTING), S(STOPPED) },    { S(RUNNING), S(EXITED) },
-	{ S(RUNNING), S(FAILED) },      { S(RUNNING), S(STOPPED) },     { S(RUNNING), S(GONE) },
-	{ S(EXITED), S(TEARDOWN) },     { S(FAILED), S(TEARDOWN) },     { S(STOPPED), S(TEARDOWN) },
-	{ S(TEARDOWN), S(GONE) },
+	{S(PREPARING), S(BUILDING)}, {S(PREPARING), S(DEPLOYING)}, {S(PREPARING), S(FAILED)},
+	{S(PREPARING), S(STOPPED)},  {S(BUILDING), S(DEPLOYING)},  {S(BUILDING), S(FAILED)},
+	{S(BUILDING), S(STOPPED)},   {S(DEPLOYING), S(STARTING)},  {S(DEPLOYING), S(FAILED)},
+	{S(DEPLOYING), S(STOPPED)},  {S(STARTING), S(RUNNING)},	   {S(STARTING), S(EXITED)},
+	{S(STARTING), S(FAILED)},    {S(STARTING), S(STOPPED)},	   {S(RUNNING), S(EXITED)},
+	{S(RUNNING), S(FAILED)},     {S(RUNNING), S(STOPPED)},	   {S(RUNNING), S(GONE)},
+	{S(EXITED), S(TEARDOWN)},    {S(FAILED), S(TEARDOWN)},	   {S(STOPPED), S(TEARDOWN)},
+	{S(TEARDOWN), S(GONE)},
 };
 
 static bool listed(int from, int to)
@@ -109,10 +109,10 @@ static void test_transition_spot_checks(void **state)
 	for (int i = 0; i < _UP_SESSION_STATE_MAX; i++) {
 		int s = i, steps = 0;
 		while (s != S(GONE) && steps++ < 10) {
-			int next = s == S(TEARDOWN) ? S(GONE) :
-				   up_session_state_is_terminal((enum up_session_state)s) ?
-								   S(TEARDOWN) :
-								   S(FAILED);
+			int next = s == S(TEARDOWN) ? S(GONE)
+				   : up_session_state_is_terminal((enum up_session_state)s)
+					   ? S(TEARDOWN)
+					   : S(FAILED);
 			assert_true(up_session_state_can_move((enum up_session_state)s,
 							      (enum up_session_state)next));
 			s = next;
@@ -194,12 +194,9 @@ static void test_owner_hash(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_classes),
-		cmocka_unit_test(test_transitions),
-		cmocka_unit_test(test_transition_spot_checks),
-		cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_owner_hash),
+		cmocka_unit_test(test_names),	    cmocka_unit_test(test_classes),
+		cmocka_unit_test(test_transitions), cmocka_unit_test(test_transition_spot_checks),
+		cmocka_unit_test(test_ids),	    cmocka_unit_test(test_owner_hash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,8 @@
 #include "bounds.h"
 #include "ssh-keys.h"
 
-#define PRIV "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n-----END OPENSSH PRIVATE KEY-----\n"
+#define PRIV \
+	"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n-----END OPENSSH PRIVATE KEY-----\n"
 
 static void test_classify_table(void **state)
 {
@@ -25,31 +26,33 @@ static void test_classify_table(void **state)
 		const char *name, *data;
 		enum up_ssh_class want;
 	} cases[] = {
-		{ "id_ed25519", PRIV, UP_SSH_PRIVATE },
-		{ "deploy", "-----BEGIN RSA PRIVATE KEY-----\nx\n", UP_SSH_PRIVATE },
-		{ "id_ed25519-cert.pub", "ssh-ed25519-cert-v01@openssh.com AAAA", UP_SSH_CERT },
-		{ "id_ed25519.pub", "ssh-ed25519 AAAA", UP_SSH_IGNORE },
+		{"id_ed25519", PRIV, UP_SSH_PRIVATE},
+		{"deploy", "-----BEGIN RSA PRIVATE KEY-----\nx\n", UP_SSH_PRIVATE},
+		{"id_ed25519-cert.pub", "ssh-ed25519-cert-v01@openssh.com AAAA", UP_SSH_CERT},
+		{"id_ed25519.pub", "ssh-ed25519 AAAA", UP_SSH_IGNORE},
 		/* another .pub stays home, whatever it holds */
-		{ "weird.pub", PRIV, UP_SSH_IGNORE },
+		{"weird.pub", PRIV, UP_SSH_IGNORE},
 		/* content first for what would reach the agent: a key named as a cert is a key */
-		{ "x-cert.pub", PRIV, UP_SSH_PRIVATE },
-		{ "x-cert.pub", "-----BEGIN RSA PRIVATE KEY-----\nx\n", UP_SSH_PRIVATE },
-		{ "config", "Host *\n", UP_SSH_CONFIG },
+		{"x-cert.pub", PRIV, UP_SSH_PRIVATE},
+		{"x-cert.pub", "-----BEGIN RSA PRIVATE KEY-----\nx\n", UP_SSH_PRIVATE},
+		{"config", "Host *\n", UP_SSH_CONFIG},
 		/* a private key named config goes to the holder, not the agent */
-		{ "config", PRIV, UP_SSH_PRIVATE },
-		{ "known_hosts", "host ssh-ed25519 AAAA\n", UP_SSH_IGNORE },
-		{ "authorized_keys", "ssh-rsa AAAA\n", UP_SSH_IGNORE },
-		{ "notes", "PRIVATE KEY", UP_SSH_IGNORE }, /* the marker needs its dashes */
-		{ "config.bak", "Host *\n", UP_SSH_IGNORE },
-		{ ".hidden", PRIV, UP_SSH_PRIVATE },
-		{ "empty", "", UP_SSH_IGNORE },
+		{"config", PRIV, UP_SSH_PRIVATE},
+		{"known_hosts", "host ssh-ed25519 AAAA\n", UP_SSH_IGNORE},
+		{"authorized_keys", "ssh-rsa AAAA\n", UP_SSH_IGNORE},
+		{"notes", "PRIVATE KEY", UP_SSH_IGNORE}, /* the marker needs its dashes */
+		{"config.bak", "Host *\n", UP_SSH_IGNORE},
+		{".hidden", PRIV, UP_SSH_PRIVATE},
+		{"empty", "", UP_SSH_IGNORE},
 	};
 
 	(void)state;
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		enum up_ssh_class got = up_ssh_classify(cases[i].name, cases[i].data, strlen(cases[i].data));
+		enum up_ssh_class got =
+			up_ssh_classify(cases[i].name, cases[i].data, strlen(cases[i].data));
 		if (got != cases[i].want)
-			fail_msg("case %zu (%s): got %d, want %d", i, cases[i].name, got, cases[i].want);
+			fail_msg("case %zu (%s): got %d, want %d", i, cases[i].name, got,
+				 cases[i].want);
 	}
 	/* the marker may sit anywhere, even past a NUL */
 	static const char bin[] = "\0\0PRIVATE KEY-----";
@@ -65,11 +68,13 @@ static void test_names(void **state)
 		const char *name;
 		bool ok;
 	} cases[] = {
-		{ "id_ed25519", true }, { "id_ed25519-cert.pub", true }, { "config", true },
-		{ "a.b-c_D9", true },	{ ".hidden", true }, /* a valid key; refused for private keys */
-		{ "", false },		{ ".", false },	     { "..", false },
-		{ "has space", false }, { "a/b", false },    { "ümlaut", false },
-		{ "tab\t", false },	{ NULL, false },
+		{"id_ed25519", true}, {"id_ed25519-cert.pub", true},
+		{"config", true},     {"a.b-c_D9", true},
+		{".hidden", true}, /* a valid key; refused for private keys */
+		{"", false},	      {".", false},
+		{"..", false},	      {"has space", false},
+		{"a/b", false},	      {"ümlaut", false},
+		{"tab\t", false},     {NULL, false},
 	};
 	char longest[251];
 
@@ -90,14 +95,16 @@ static void test_keygen_reason(void **state)
 	static const struct {
 		const char *out, *want;
 	} cases[] = {
-		{ "Enter passphrase: Load key \"/k\": incorrect passphrase supplied to decrypt private key\r\n",
-		  "Load key \"/k\": incorrect passphrase supplied to decrypt private key" },
-		{ "@@@@@@@@\n@ WARNING: UNPROTECTED PRIVATE KEY FILE! @\n@@@@@@@@\nPermissions 0644 for "
-		  "'/k' are too open.\nIt is required...\n",
-		  "Permissions 0644 for '/k' are too open." },
-		{ "\n\nLoad key \"/k\": invalid format\n", "Load key \"/k\": invalid format" },
-		{ "Enter passphrase: Enter passphrase: \n", "ssh-keygen failed without saying why" },
-		{ "", "ssh-keygen failed without saying why" },
+		{"Enter passphrase: Load key \"/k\": incorrect passphrase supplied to decrypt "
+		 "private key\r\n",
+		 "Load key \"/k\": incorrect passphrase supplied to decrypt private key"},
+		{"@@@@@@@@\n@ WARNING: UNPROTECTED PRIVATE KEY FILE! @\n@@@@@@@@\nPermissions 0644 "
+		 "for "
+		 "'/k' are too open.\nIt is required...\n",
+		 "Permissions 0644 for '/k' are too open."},
+		{"\n\nLoad key \"/k\": invalid format\n", "Load key \"/k\": invalid format"},
+		{"Enter passphrase: Enter passphrase: \n", "ssh-keygen failed without saying why"},
+		{"", "ssh-keygen failed without saying why"},
 	};
 	char buf[128];
 
@@ -160,7 +167,8 @@ static void test_no_private_keys(void **state)
 	put("id-cert.pub", "ssh-ed25519-cert-v01@openssh.com AAAA\n", 38);
 	(void)snprintf(why, sizeof(why), "%s/sub", dir);
 	assert_int_equal(mkdir(why, 0700), 0);
-	assert_int_equal(load(0, &k, &no_keys, why, sizeof(why)), 0); /* root is fine without keys */
+	assert_int_equal(load(0, &k, &no_keys, why, sizeof(why)),
+			 0); /* root is fine without keys */
 	assert_true(no_keys);
 	assert_int_equal(k.n_keys + k.n_pub, 0);
 	assert_null(k.keys);
@@ -198,9 +206,10 @@ static void test_refusals(void **state)
 	/* root, with a key: before ssh-keygen is ever run */
 	put("id_ed25519", PRIV, strlen(PRIV));
 	assert_int_equal(load(0, &k, &no_keys, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, "--ssh-key-dir is unsupported when running uplinkd as root: the "
-				 "ssh-agent holder pod runs as your uid and must not be root; run uplinkd "
-				 "as your own user");
+	assert_string_equal(
+		why, "--ssh-key-dir is unsupported when running uplinkd as root: the "
+		     "ssh-agent holder pod runs as your uid and must not be root; run uplinkd "
+		     "as your own user");
 	/* a hidden private key */
 	put(".old_key", PRIV, strlen(PRIV));
 	assert_int_equal(load(1000, &k, &no_keys, why, sizeof(why)), -EINVAL);
@@ -234,8 +243,10 @@ static void test_refusals(void **state)
 	why[0] = '\0';
 	assert_int_equal(up_ssh_keys_load(name, 1000, &k, &no_keys, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "/config does not exist or is not a directory"));
-	assert_int_equal(up_ssh_keys_load("/nonexistent/x", 1000, &k, &no_keys, why, sizeof(why)), -EINVAL);
-	assert_string_equal(why, "--ssh-key-dir /nonexistent/x does not exist or is not a directory");
+	assert_int_equal(up_ssh_keys_load("/nonexistent/x", 1000, &k, &no_keys, why, sizeof(why)),
+			 -EINVAL);
+	assert_string_equal(why,
+			    "--ssh-key-dir /nonexistent/x does not exist or is not a directory");
 }
 
 int main(void)
@@ -245,7 +256,8 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_keygen_reason),
 		cmocka_unit_test_setup_teardown(test_no_private_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_private_key_under_an_agent_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_private_key_under_an_agent_name, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	};
 

@@ -19,10 +19,10 @@
 #include "bounds.h"
 #include "store.h"
 
-#define NOW 1700000000 /* 2023-11-14T22:13:20Z */
+#define NOW   1700000000 /* 2023-11-14T22:13:20Z */
 #define STAMP "20231114T221320Z"
-#define ID "0123456789ab"
-#define ID2 "ba9876543210"
+#define ID    "0123456789ab"
+#define ID2   "ba9876543210"
 
 struct fixture {
 	char base[64];
@@ -209,26 +209,26 @@ static const struct {
 	const char *json; /* the value set, or NULL: the key removed */
 	const char *why;
 } broken[] = {
-	{ "cwd", NULL, "it lacks the key 'cwd'" },
-	{ "exit_code", NULL, "it lacks the key 'exit_code'" },
-	{ "created_at", "\"yesterday\"", "its 'created_at' is not an integer" },
-	{ "exit_code", "\"3\"", "its 'exit_code' is not an integer or null" },
-	{ "agent", "\"\"", "its 'agent' is empty" },
-	{ "state", "\"SLEEPING\"", "its state 'SLEEPING' is not a session state" },
-	{ "state", "\"running\"", "its state 'running' is not a session state" },
-	{ "version", "0", "its version 0 is not 1" },
-	{ "id", "\"ZZZ\"", "its id 'ZZZ' is not 12 lowercase hex digits" },
-	{ "namespace", "\"default\"", "its namespace 'default' is not 'agent-uplink-" ID "'" },
-	{ "idle_timeout", "-1", "its idle_timeout is negative" },
-	{ "exit_code", "4294967296", "its exit_code 4294967296 is out of range" },
-	{ "mode", "null", "its 'mode' is not a string" },
+	{"cwd", NULL, "it lacks the key 'cwd'"},
+	{"exit_code", NULL, "it lacks the key 'exit_code'"},
+	{"created_at", "\"yesterday\"", "its 'created_at' is not an integer"},
+	{"exit_code", "\"3\"", "its 'exit_code' is not an integer or null"},
+	{"agent", "\"\"", "its 'agent' is empty"},
+	{"state", "\"SLEEPING\"", "its state 'SLEEPING' is not a session state"},
+	{"state", "\"running\"", "its state 'running' is not a session state"},
+	{"version", "0", "its version 0 is not 1"},
+	{"id", "\"ZZZ\"", "its id 'ZZZ' is not 12 lowercase hex digits"},
+	{"namespace", "\"default\"", "its namespace 'default' is not 'agent-uplink-" ID "'"},
+	{"idle_timeout", "-1", "its idle_timeout is negative"},
+	{"exit_code", "4294967296", "its exit_code 4294967296 is out of range"},
+	{"mode", "null", "its 'mode' is not a string"},
 	/* The optional keys of a running session's renewals: checked only when present. */
-	{ "aws_profiles", "\"dev\"", "its 'aws_profiles' is not an array of at most 32 names" },
-	{ "aws_profiles", "[\"dev\", \"\"]", "its 'aws_profiles' holds something not a name" },
-	{ "aws_profiles", "[3]", "its 'aws_profiles' holds something not a name" },
-	{ "aws_expires_at", "-5", "its 'aws_expires_at' is not a non-negative integer" },
-	{ "login_expires_at", "\"soon\"", "its 'login_expires_at' is not a non-negative integer" },
-	{ "exec_refresh_s", "1.5", "its 'exec_refresh_s' is not a non-negative integer" },
+	{"aws_profiles", "\"dev\"", "its 'aws_profiles' is not an array of at most 32 names"},
+	{"aws_profiles", "[\"dev\", \"\"]", "its 'aws_profiles' holds something not a name"},
+	{"aws_profiles", "[3]", "its 'aws_profiles' holds something not a name"},
+	{"aws_expires_at", "-5", "its 'aws_expires_at' is not a non-negative integer"},
+	{"login_expires_at", "\"soon\"", "its 'login_expires_at' is not a non-negative integer"},
+	{"exec_refresh_s", "1.5", "its 'exec_refresh_s' is not a non-negative integer"},
 };
 
 static json_t *broken_record(size_t i)
@@ -291,7 +291,8 @@ static void test_record_renewal(void **state)
 	assert_int_equal(up_record_check(a, ID, err, sizeof(err)), 0);
 	assert_true(up_record_has_renewal(a));
 	assert_int_equal(json_array_size(up_record_aws_profiles(a)), 2);
-	assert_string_equal(json_string_value(json_array_get(up_record_aws_profiles(a), 1)), "prod");
+	assert_string_equal(json_string_value(json_array_get(up_record_aws_profiles(a), 1)),
+			    "prod");
 	assert_int_equal(up_record_aws_expires_at(a), NOW + 3600);
 	assert_int_equal(up_record_login_expires_at(a), NOW + 28800);
 	assert_int_equal(up_record_exec_refresh_s(a), 120);
@@ -316,7 +317,8 @@ static void test_record_renewal(void **state)
 	got = json_object_get(records, ID);
 	assert_true(json_equal(got, a));
 	assert_int_equal(up_record_aws_expires_at(got), NOW + 7200);
-	assert_string_equal(json_string_value(json_array_get(up_record_aws_profiles(got), 0)), "dev");
+	assert_string_equal(json_string_value(json_array_get(up_record_aws_profiles(got), 0)),
+			    "dev");
 	got = json_object_get(records, ID2);
 	assert_true(json_equal(got, old));
 	assert_false(up_record_has_renewal(got));
@@ -499,8 +501,10 @@ static void test_corrupt_moved_aside(void **state)
 	load(f, &records, &problems);
 	(void)snprintf(moved, sizeof(moved), "%s/corrupt/000000000002.json." STAMP ".1",
 		       f->sessions);
-	expect_problem(problems, 0, path, "it is not valid JSON: '[' or '{' expected near '42' at "
-		       "line 1, column 2", moved);
+	expect_problem(problems, 0, path,
+		       "it is not valid JSON: '[' or '{' expected near '42' at "
+		       "line 1, column 2",
+		       moved);
 	json_decref(records);
 	json_decref(problems);
 
@@ -516,8 +520,8 @@ static void test_corrupt_moved_aside(void **state)
 	load(f, &records, &problems);
 	assert_int_equal(json_object_size(records), 1);
 	assert_int_equal(json_array_size(problems), 3);
-	static const char *const why[] = { "it is larger than 65536 bytes",
-					   "it is a symbolic link", "it is not a regular file" };
+	static const char *const why[] = {"it is larger than 65536 bytes", "it is a symbolic link",
+					  "it is not a regular file"};
 	for (size_t i = 0; i < 3; i++) {
 		char name[32];
 		(void)snprintf(name, sizeof(name), "00000000000%c.json", (int)('a' + i));
@@ -579,8 +583,10 @@ static void test_newer_version_stays(void **state)
 	write_file(path, "{\"version\": 2, \"id\": \"" ID "\", \"shape\": \"new\"}");
 	load(f, &records, &problems);
 	assert_int_equal(json_object_size(records), 0);
-	expect_problem(problems, 0, path, "its version 2 is newer than this uplinkd reads (1); it "
-			 "was left in place", NULL);
+	expect_problem(problems, 0, path,
+		       "its version 2 is newer than this uplinkd reads (1); it "
+		       "was left in place",
+		       NULL);
 	assert_true(exists(path));
 	json_decref(records);
 	json_decref(problems);
@@ -668,8 +674,10 @@ static void test_max_records(void **state)
 	load(f, &records, &problems);
 	assert_int_equal(json_object_size(records), UP_MAX_RECORDS);
 	assert_int_equal(json_array_size(problems), 1);
-	(void)snprintf(want, sizeof(want), "there are more than %d session records; it was not "
-		       "loaded", UP_MAX_RECORDS);
+	(void)snprintf(want, sizeof(want),
+		       "there are more than %d session records; it was not "
+		       "loaded",
+		       UP_MAX_RECORDS);
 	expect_problem(problems, 0, path, want, NULL);
 	assert_true(exists(path));
 	json_decref(records);
@@ -693,8 +701,10 @@ static void test_delete(void **state)
 	assert_false(exists(path));
 	assert_true(exists(dir));
 	assert_int_equal(up_store_delete(f->store, ID, 0, err, sizeof(err)), -ENOENT);
-	(void)snprintf(want, sizeof(want), "cannot remove the session record %s: No such file or "
-		       "directory", path);
+	(void)snprintf(want, sizeof(want),
+		       "cannot remove the session record %s: No such file or "
+		       "directory",
+		       path);
 	assert_string_equal(err, want);
 	save(f, rec);
 	assert_int_equal(up_store_delete(f->store, ID, UP_STORE_DELETE_FILES, err, sizeof(err)), 0);
@@ -707,7 +717,7 @@ static void test_delete(void **state)
 
 static void make_old(const char *path, int64_t when)
 {
-	struct timespec ts[2] = { { .tv_sec = when }, { .tv_sec = when } };
+	struct timespec ts[2] = {{.tv_sec = when}, {.tv_sec = when}};
 
 	assert_int_equal(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
 }
@@ -732,11 +742,11 @@ static void test_prune(void **state)
 		int64_t updated_at;
 		bool pruned;
 	} recs[] = {
-		{ "00000000000a", UP_SESSION_GONE, NOW - 8 * 86400, true },
-		{ "00000000000b", UP_SESSION_FAILED, NOW - 7 * 86400, true }, /* exactly the age */
-		{ "00000000000c", UP_SESSION_GONE, NOW - 7 * 86400 + 1, false },
-		{ "00000000000d", UP_SESSION_RUNNING, NOW - 30 * 86400, false },
-		{ "00000000000e", UP_SESSION_STARTING, NOW - 30 * 86400, false },
+		{"00000000000a", UP_SESSION_GONE, NOW - 8 * 86400, true},
+		{"00000000000b", UP_SESSION_FAILED, NOW - 7 * 86400, true}, /* exactly the age */
+		{"00000000000c", UP_SESSION_GONE, NOW - 7 * 86400 + 1, false},
+		{"00000000000d", UP_SESSION_RUNNING, NOW - 30 * 86400, false},
+		{"00000000000e", UP_SESSION_STARTING, NOW - 30 * 86400, false},
 	};
 	json_t *removed, *records, *problems;
 	char err[512], path[256];
@@ -751,7 +761,7 @@ static void test_prune(void **state)
 		json_decref(rec);
 	}
 	session_folder(f, "0000000000f1", NOW - 8 * 86400); /* no record, old: goes */
-	session_folder(f, "0000000000f2", NOW - 86400);     /* no record, recent: stays */
+	session_folder(f, "0000000000f2", NOW - 86400);	    /* no record, recent: stays */
 	path_of(f, "corrupt", path, sizeof(path));
 	assert_int_equal(mkdir(path, 0700), 0);
 	path_of(f, "corrupt/old.json.x", path, sizeof(path));
@@ -881,7 +891,7 @@ static void on_saved_then_load(int r, const char *err, json_t *result, void *ud)
 static void test_async(void **state)
 {
 	struct fixture *f = *state;
-	struct async a = { 0 };
+	struct async a = {0};
 	uv_loop_t loop;
 	json_t *rec = record(ID), *bad = broken_record(0), *got;
 	char path[256];
@@ -918,8 +928,9 @@ static void test_async(void **state)
 	assert_int_equal(up_record_set_state(rec, UP_SESSION_TEARDOWN, NULL, NOW - 100), 0);
 	assert_int_equal(up_store_save_async(&loop, f->store, rec, on_saved, &a), 0);
 	assert_int_equal(up_store_prune_async(&loop, f->store, NOW, 60, on_pruned, &a), 0);
-	assert_int_equal(up_store_delete_async(&loop, f->store, ID, UP_STORE_DELETE_FILES,
-					       on_deleted, &a), 0);
+	assert_int_equal(
+		up_store_delete_async(&loop, f->store, ID, UP_STORE_DELETE_FILES, on_deleted, &a),
+		0);
 	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(a.calls, 8);
 	assert_string_equal(a.log[5], "save 0 -");
@@ -927,8 +938,10 @@ static void test_async(void **state)
 	path_of(f, ID ".json", path, sizeof(path));
 	assert_false(exists(path));
 	char want[512];
-	(void)snprintf(want, sizeof(want), "delete -2 cannot remove the session record %s: No such "
-		       "file or directory", path);
+	(void)snprintf(want, sizeof(want),
+		       "delete -2 cannot remove the session record %s: No such "
+		       "file or directory",
+		       path);
 	assert_string_equal(a.log[7], want);
 	assert_int_equal(uv_loop_close(&loop), 0);
 	json_decref(bad);
@@ -939,7 +952,7 @@ static void test_async(void **state)
 static void test_async_many(void **state)
 {
 	struct fixture *f = *state;
-	struct async a = { 0 };
+	struct async a = {0};
 	json_t *records, *problems;
 	uv_loop_t loop;
 
