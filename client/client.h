@@ -56,6 +56,10 @@ int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, js
 
 /* Reports what up_rpc_client_call() returned (r < 0 transport, r > 0 error) as an exit code. */
 int up_cli_report(struct up_cli *cli, int r, struct up_rpc_error *err);
+/* --kubeconfig or what kubectl reads here, as "kubeconfig_default" in params (cmd-session.c). */
+void up_cli_kubeconfig_default(json_t *params);
+/* A host path made absolute for the daemon ("~/x" is $HOME/x). */
+json_t *up_cli_abs_path(const char *arg);
 int up_cli_usage_error(const struct up_command *cmd, const char *fmt, ...) _printf_(2, 3);
 void up_cli_command_help(const struct up_command *cmd, FILE *f);
 void up_print_json(const json_t *v);

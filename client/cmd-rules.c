@@ -16,11 +16,21 @@
 #include "client.h"
 
 struct rules_opts {
-	json_t *rules;
+	json_t *rules, *kube_context;
+	const char *kubeconfig;
 	bool no_defaults, allow_exec, json, show_secrets;
 };
 
-enum { OPT_RULES = 1, OPT_NO_DEFAULTS, OPT_ALLOW_EXEC, OPT_JSON, OPT_SHOW_SECRETS, OPT_HELP };
+enum {
+	OPT_RULES = 1,
+	OPT_NO_DEFAULTS,
+	OPT_ALLOW_EXEC,
+	OPT_JSON,
+	OPT_SHOW_SECRETS,
+	OPT_KUBE_CONTEXT,
+	OPT_KUBECONFIG,
+	OPT_HELP
+};
 
 static const struct option rules_options[] = {
 	{"rules", required_argument, NULL, OPT_RULES},
@@ -28,9 +38,22 @@ static const struct option rules_options[] = {
 	{"allow-exec", no_argument, NULL, OPT_ALLOW_EXEC},
 	{"json", no_argument, NULL, OPT_JSON},
 	{"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
+	{"kube-context", required_argument, NULL, OPT_KUBE_CONTEXT},
+	{"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
 	{"help", no_argument, NULL, OPT_HELP},
 	{0},
 };
+
+/* Whether `word` is one of the space-separated words of `list`. */
+static bool word_in(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+	return false;
+}
 
 /* Parses options; returns -1 to go on, else an exit code. `allowed` lists the options the command
  * takes. */
@@ -45,7 +68,7 @@ static int parse_opts(const struct up_command *cmd, int argc, char **argv, const
 			up_cli_command_help(cmd, stdout);
 			return UP_EXIT_OK;
 		}
-		if (c == '?' || !strstr(allowed, rules_options[idx].name))
+		if (c == '?' || !word_in(allowed, rules_options[idx].name))
 			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 		switch (c) {
 		case OPT_RULES: (void)json_array_append_new(o->rules, json_string(optarg)); break;
@@ -53,6 +76,10 @@ static int parse_opts(const struct up_command *cmd, int argc, char **argv, const
 		case OPT_ALLOW_EXEC: o->allow_exec = true; break;
 		case OPT_JSON: o->json = true; break;
 		case OPT_SHOW_SECRETS: o->show_secrets = true; break;
+		case OPT_KUBE_CONTEXT:
+			(void)json_array_append_new(o->kube_context, json_string(optarg));
+			break;
+		case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
 		default: break;
 		}
 	}
@@ -155,6 +182,10 @@ static void print_check(const char *method, const json_t *res)
 	       json_string_value(json_object_get(rule, "name")),
 	       json_string_value(json_object_get(rule, "layer")),
 	       json_string_value(json_object_get(rule, "source")));
+	if (json_is_true(json_object_get(rule, "aws_sign")))
+		printf("  aws:    requests signed with the agent's dummy AWS keys are re-signed "
+		       "with "
+		       "the real ones\n");
 	if (json_array_size(json_object_get(rule, "headers")) == 0)
 		return;
 	printf("  inject:");
@@ -165,17 +196,19 @@ static void print_check(const char *method, const json_t *res)
 
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
-	struct rules_opts o = {.rules = json_array()};
+	struct rules_opts o = {.rules = json_array(), .kube_context = json_array()};
 	const char *agent = NULL, *mode = NULL, *method, *url;
 	json_t *res = NULL, *p;
 	int r, n;
 
-	r = parse_opts(cmd, argc, argv, "rules no-default-rules allow-exec json", &o);
+	r = parse_opts(cmd, argc, argv,
+		       "rules no-default-rules allow-exec json kube-context kubeconfig", &o);
 	n = argc - optind;
 	if (r < 0 && n != 2 && n != 3 && n != 4)
 		r = up_cli_usage_error(cmd, "expected [AGENT [MODE]] METHOD URL");
 	if (r >= 0) {
 		json_decref(o.rules);
+		json_decref(o.kube_context);
 		return r;
 	}
 	if (n >= 3)
@@ -188,6 +221,14 @@ int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int arg
 	json_decref(o.rules);
 	(void)json_object_set_new(p, "method", json_string(method));
 	(void)json_object_set_new(p, "url", json_string(url));
+	if (json_array_size(o.kube_context)) {
+		(void)json_object_set_new(p, "kube_context", json_incref(o.kube_context));
+		if (o.kubeconfig)
+			(void)json_object_set_new(p, "kubeconfig", up_cli_abs_path(o.kubeconfig));
+		else
+			up_cli_kubeconfig_default(p);
+	}
+	json_decref(o.kube_context);
 	r = call(cli, "rules.check", p, &res);
 	if (r != 0)
 		return r;

@@ -131,7 +131,7 @@ static void on_notify(const char *method, json_t *p, void *ud)
 static int attach_with_kubectl(struct up_cli *cli, const char *id);
 
 /* The daemon has its own cwd: name host paths absolutely ("~/x" is $HOME/x, as 0.4.1). */
-static json_t *abs_path(const char *arg)
+json_t *up_cli_abs_path(const char *arg)
 {
 	const char *home = getenv("HOME");
 	char path[PATH_MAX + 256], cwd[PATH_MAX];
@@ -159,7 +159,7 @@ static void list_add(json_t *params, const char *param, json_t *v)
  * environment's: kubeconfig_default names what kubectl would read here, $KUBECONFIG (each
  * element made absolute) or ~/.kube/config. --kubeconfig and a config file's kubeconfig win.
  */
-static void kubeconfig_default(json_t *params)
+void up_cli_kubeconfig_default(json_t *params)
 {
 	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
 	char buf[UP_MAX_KUBECONFIG_PATHS] = "", *save = NULL, *copy;
@@ -174,7 +174,7 @@ static void kubeconfig_default(json_t *params)
 	if (!(copy = strdup(env)))
 		return;
 	for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
-		json_t *abs = abs_path(p);
+		json_t *abs = up_cli_abs_path(p);
 		if (abs && used < sizeof(buf))
 			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
 						 used ? ":" : "", json_string_value(abs));
@@ -254,15 +254,15 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 		else if (f->kind == FLAG_MODE)
 			(void)json_object_set_new(params, "mode", json_string(f->param));
 		else if (f->kind == FLAG_LIST)
-			list_add(params, f->param, abs_path(optarg));
+			list_add(params, f->param, up_cli_abs_path(optarg));
 		else if (f->kind == FLAG_WORDS)
 			list_add(params, f->param, json_string(optarg));
 		else if (f->kind == FLAG_SPLIT)
 			split_add(params, f->param, optarg);
 		else if (f->kind == FLAG_PATH)
-			(void)json_object_set_new(params, f->param, abs_path(optarg));
+			(void)json_object_set_new(params, f->param, up_cli_abs_path(optarg));
 	}
-	kubeconfig_default(params);
+	up_cli_kubeconfig_default(params);
 	if (st->output && strcmp(st->output, "json") && strcmp(st->output, "yaml"))
 		return up_cli_usage_error(cmd, "-o takes json or yaml, not '%s'", st->output);
 	if (optind >= argc)

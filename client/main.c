@@ -133,16 +133,22 @@ const struct up_command up_commands[] = {
 	 "Exit status: 0 when nothing failed, 1 when a check failed, 3 when uplinkd is not "
 	 "running.\n"},
 	{"rules check", up_cmd_rules_check, "Show which rule allows a request, or that none does.",
-	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--json] [AGENT [MODE]] METHOD URL",
-	 "Loads the rules a run would get (agent auth rules, your --rules files in order, the\n"
-	 "agent's defaults, the read-only catch-all), resolves their placeholders in uplinkd,\n"
-	 "and prints the decision, the rule, its layer and FILE:LINE, and the names (never the\n"
-	 "values) of the headers it would inject.\n\n"
+	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--kube-context NAME]...\n"
+	 "       [--kubeconfig PATHS] [--json] [AGENT [MODE]] METHOD URL",
+	 "Loads the rules a run would get (agent auth rules, the kube rules of --kube-context,\n"
+	 "your --rules files in order, the agent's defaults, the read-only catch-all), resolves\n"
+	 "their placeholders in uplinkd, and prints the decision the proxy makes for METHOD URL\n"
+	 "(its port included), the rule, its layer and FILE:LINE, the names (never the values)\n"
+	 "of the headers it would inject, and whether it re-signs AWS requests.\n\n"
 	 "Options:\n"
-	 "  --rules FILE        a rules file; repeat for more (earlier files win)\n"
-	 "  --no-default-rules  keep only kube and user rules\n"
-	 "  --allow-exec        allow {{exec:CMD}} placeholders to run\n"
-	 "  --json              print the daemon's answer as JSON\n\n"
+	 "  --rules FILE          a rules file; repeat for more (earlier files win)\n"
+	 "  --no-default-rules    keep only kube and user rules\n"
+	 "  --allow-exec          allow {{exec:CMD}} placeholders to run\n"
+	 "  --kube-context NAME   add the kube rule of this kubeconfig context, as uplink run\n"
+	 "                        --kube-context does; repeat for more\n"
+	 "  --kubeconfig PATHS    kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
+	 "                        ~/.kube/config)\n"
+	 "  --json                print the daemon's answer as JSON\n\n"
 	 "Exit status: 0 allowed, 1 denied, 2 bad input (including invalid rules).\n"},
 	{"rules lint", up_cmd_rules_lint, "Validate rules files and print every problem.",
 	 "[--json] FILE...",

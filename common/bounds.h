@@ -42,9 +42,11 @@
 #define UP_MAX_RULES_SOURCES   64
 
 /* A header value in a rule, before and after its placeholders are resolved. */
-#define UP_MAX_HEADER_VALUE (16 * 1024)
+#define UP_MAX_HEADER_VALUE   (16 * 1024)
 /* Longest regex we compile. */
-#define UP_MAX_REGEX_LEN    4096
+#define UP_MAX_REGEX_LEN      4096
+/* Longest AWS action name a rule's aws_allow_credential_actions may list. */
+#define UP_MAX_AWS_ACTION_LEN 128
 
 /* {{exec:CMD}}: how long the command may run (ms), and how much it may print. */
 #define UP_EXEC_TIMEOUT_MS 30000

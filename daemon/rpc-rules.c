@@ -13,6 +13,7 @@
 #include "agents/agent.h"
 #include "bounds.h"
 #include "jsonrpc.h"
+#include "kube-expose.h"
 #include "manager.h"
 #include "placeholders.h"
 #include "rpc.h"
@@ -30,6 +31,8 @@ struct rules_params {
 	const char *url;
 	bool show_secrets;
 	json_t *files;
+	json_t *kube_context; /* check: the contexts a session would expose (--kube-context) */
+	const char *kubeconfig, *kubeconfig_default;
 };
 
 #define COMMON_PARAMS                                                                              \
@@ -48,6 +51,10 @@ static const struct up_param check_params[] = {
 	{"method", UP_PARAM_STRING, offsetof(struct rules_params, method), UP_PARAM_MANDATORY,
 	 NULL},
 	{"url", UP_PARAM_STRING, offsetof(struct rules_params, url), UP_PARAM_MANDATORY, NULL},
+	{"kube_context", UP_PARAM_STRV, offsetof(struct rules_params, kube_context), 0, NULL},
+	{"kubeconfig", UP_PARAM_STRING, offsetof(struct rules_params, kubeconfig), 0, NULL},
+	{"kubeconfig_default", UP_PARAM_STRING, offsetof(struct rules_params, kubeconfig_default),
+	 0, NULL},
 	{0},
 };
 
@@ -76,9 +83,10 @@ struct rules_call {
 	uv_work_t work;
 	bool in_work, cancelled;
 	/* inputs, owned: the worker must not touch the request's params */
-	json_t *files;
-	char *cwd, *agent, *mode;
+	json_t *files, *kube_context;
+	char *cwd, *agent, *mode, *kubeconfig;
 	bool no_defaults, allow_exec, show_secrets, https;
+	unsigned port;
 	char method[16];
 	char host[256];
 	char path[8192];
@@ -87,6 +95,7 @@ struct rules_call {
 	json_t *problems;
 	json_t *lint;
 	char auth_err[1024]; /* the agent's credentials cannot be used */
+	char kube_err[1024]; /* a --kube-context cannot be exposed */
 	int r;
 	struct up_resolve *job;
 };
@@ -95,6 +104,8 @@ static void call_free(struct rules_call *c)
 {
 	up_ruleset_free(c->rs);
 	json_decref(c->files);
+	json_decref(c->kube_context);
+	free(c->kubeconfig);
 	json_decref(c->problems);
 	json_decref(c->lint);
 	free(c->cwd);
@@ -138,6 +149,21 @@ static int load_files(struct up_ruleset *rs, json_t *files, const char *cwd, jso
 	return r;
 }
 
+/* The kube layer a session with these --kube-context names would get (blocking: reads files). */
+static int load_kube(struct rules_call *c)
+{
+	_cleanup_(up_kube_exposed_freep) struct up_kube_exposed *k = NULL;
+	int r;
+
+	if (json_array_size(c->kube_context) == 0)
+		return 0;
+	r = up_kube_expose_load(c->kubeconfig, c->kube_context, &k, c->kube_err,
+				sizeof(c->kube_err));
+	if (r == -ENOMEM)
+		c->kube_err[0] = '\0';
+	return r < 0 ? r : up_kube_expose_rules(k, c->rs);
+}
+
 static void build_work(uv_work_t *w)
 {
 	struct rules_call *c = w->data;
@@ -156,6 +182,8 @@ static void build_work(uv_work_t *w)
 		int k = load_files(c->rs, c->files, c->cwd, c->problems);
 		r = r < 0 ? r : k;
 	}
+	if (r >= 0)
+		r = load_kube(c);
 	if (r >= 0)
 		r = up_ruleset_finish(c->rs, c->no_defaults, c->problems);
 	c->r = r;
@@ -196,19 +224,22 @@ static json_t *check_result(struct rules_call *c)
 		[UP_DECISION_L4] = "l4",
 	};
 	const struct up_rule *r;
-	enum up_decision d = up_ruleset_evaluate(c->rs, c->method, c->https, c->host, c->path, &r);
+	enum up_decision d =
+		up_ruleset_evaluate(c->rs, c->method, c->https, c->host, c->port, c->path, &r);
 	json_t *names = json_array(), *res;
 
 	for (size_t i = 0; r && d == UP_DECISION_ALLOW && names && i < r->n_headers; i++)
 		(void)json_array_append_new(names, json_string(r->headers[i].name));
-	res = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "decision", decisions[d], "method",
-			c->method, "scheme", c->https ? "https" : "http", "host", c->host, "path",
-			c->path, "rules", (json_int_t)up_ruleset_count(c->rs));
+	res = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:I}", "decision", decisions[d], "method",
+			c->method, "scheme", c->https ? "https" : "http", "host", c->host, "port",
+			(json_int_t)c->port, "path", c->path, "rules",
+			(json_int_t)up_ruleset_count(c->rs));
 	if (res && r)
 		(void)json_object_set_new(res, "rule",
-					  json_pack("{s:s, s:s, s:s, s:o}", "name", r->name,
+					  json_pack("{s:s, s:s, s:s, s:o, s:b}", "name", r->name,
 						    "layer", up_rule_layer_name(r->layer), "source",
-						    r->source, "headers", names));
+						    r->source, "headers", names, "aws_sign",
+						    d == UP_DECISION_ALLOW && up_rule_aws_sign(r)));
 	else
 		json_decref(names);
 	/* a denied https request is refused at CONNECT when no rule could take the host */
@@ -219,7 +250,7 @@ static json_t *check_result(struct rules_call *c)
 					    ? "connect"
 					    : "request"));
 	if (res && d == UP_DECISION_DENY && !c->https &&
-	    (r = up_ruleset_match(c->rs, c->method, c->host, c->path)))
+	    (r = up_ruleset_match_port(c->rs, c->method, c->host, c->port, c->path)))
 		(void)json_object_set_new(res, "reason",
 					  json_sprintf("rule '%s' injects credentials, which "
 						       "uplink sends only over HTTPS; use https://",
@@ -272,6 +303,8 @@ static void after_work(uv_work_t *w, int status)
 	}
 	if (c->kind != CALL_LINT && *c->auth_err) {
 		up_request_error(c->req, UP_ERR_AGENT_AUTH_FAILED, c->auth_err);
+	} else if (c->kind == CALL_CHECK && *c->kube_err) {
+		up_request_error(c->req, UP_ERR_INVALID_PARAMS, c->kube_err);
 	} else if (c->r == -ENOMEM || (c->r < 0 && json_array_size(c->problems) == 0)) {
 		up_request_errorf(c->req, UP_ERR_INTERNAL_ERROR, "cannot load the rules: %s",
 				  strerror(-c->r));
@@ -292,9 +325,21 @@ static void after_work(uv_work_t *w, int status)
 	call_free(c);
 }
 
+/* "/a:/b/c": every element absolute, none empty (the daemon's cwd is not the client's). */
+static bool abs_list(const char *s)
+{
+	if (strlen(s) >= UP_MAX_KUBECONFIG_PATHS)
+		return false;
+	for (const char *p = s; p; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL)
+		if (*p != '/')
+			return false;
+	return true;
+}
+
 static int copy_inputs(struct rules_call *c, const struct rules_params *p)
 {
 	json_t *files = c->kind == CALL_LINT ? p->files : p->rules;
+	const char *kc;
 
 	if (json_array_size(files) > UP_MAX_RULES_SOURCES) {
 		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS, "at most %d rules files at once",
@@ -310,6 +355,24 @@ static int copy_inputs(struct rules_call *c, const struct rules_params *p)
 	c->show_secrets = p->show_secrets;
 	if (!c->files || (p->cwd && !c->cwd) || (p->agent && !c->agent) || (p->mode && !c->mode))
 		return -ENOMEM;
+	if (json_array_size(p->kube_context) > UP_MAX_KUBE_CONTEXTS) {
+		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS,
+				  "--kube-context: at most %d contexts", UP_MAX_KUBE_CONTEXTS);
+		return 0;
+	}
+	/* --kubeconfig, else what kubectl reads where the client runs (as uplink run) */
+	kc = p->kubeconfig && *p->kubeconfig ? p->kubeconfig : p->kubeconfig_default;
+	if (kc && *kc && !abs_list(kc)) {
+		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS,
+				  "--kubeconfig: '%.300s' is not an "
+				  "absolute path (or a colon list of them, shorter than %d bytes)",
+				  kc, UP_MAX_KUBECONFIG_PATHS);
+		return 0;
+	}
+	c->kube_context = p->kube_context ? json_deep_copy(p->kube_context) : NULL;
+	c->kubeconfig = kc && *kc ? strdup(kc) : NULL;
+	if ((p->kube_context && !c->kube_context) || (kc && *kc && !c->kubeconfig))
+		return -ENOMEM;
 	return 1;
 }
 
@@ -317,6 +380,7 @@ static int copy_inputs(struct rules_call *c, const struct rules_params *p)
 static int check_request(struct rules_call *c, const struct rules_params *p)
 {
 	char why[256];
+	int port;
 
 	if (!*p->method || strspn(p->method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(p->method) ||
 	    strlen(p->method) >= sizeof(c->method)) {
@@ -331,6 +395,15 @@ static int check_request(struct rules_call *c, const struct rules_params *p)
 		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS, "url '%s': %s", p->url, why);
 		return 0;
 	}
+	port = up_url_port(p->url);
+	if (port < 0) {
+		up_request_errorf(c->req, UP_ERR_INVALID_PARAMS,
+				  "url '%s': the port must be a number "
+				  "from 1 to 65535, e.g. https://host:8443/",
+				  p->url);
+		return 0;
+	}
+	c->port = (unsigned)port;
 	(void)snprintf(c->method, sizeof(c->method), "%s", p->method);
 	return 1;
 }

@@ -41,7 +41,7 @@ struct pctx {
 struct rb {
 	struct up_rule r;
 	yaml_node_t *node;
-	yaml_node_t *host, *hosts, *methods, *paths, *inject, *cidrs, *refresh;
+	yaml_node_t *host, *hosts, *methods, *paths, *inject, *cidrs, *refresh, *aws_actions;
 };
 
 _printf_(3, 4) static void problem(struct pctx *c, const yaml_node_t *n, const char *fmt, ...)
@@ -425,22 +425,62 @@ static int key_refresh(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t
 	return 0;
 }
 
+/* aws_allow_credential_actions: [NAME, ...], the credential-issuing AWS actions re-signed. */
+static int key_aws_actions(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
+{
+	b->aws_actions = k;
+	if (!v || v->type != YAML_SEQUENCE_NODE ||
+	    v->data.sequence.items.start == v->data.sequence.items.top) {
+		problem(c, v,
+			"'aws_allow_credential_actions' must be a non-empty list of AWS action "
+			"names, e.g. aws_allow_credential_actions: [AssumeRole]");
+		return 0;
+	}
+	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
+		     "aws_allow_credential_actions"))
+		return 0;
+	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
+	     i++) {
+		yaml_node_t *item = node(c, *i);
+		const char *s = str(item);
+
+		if (!s || !up_aws_action_valid(s))
+			problem(c, item,
+				"'%.100s' is not an AWS action name; write it as the API names "
+				"it, letters and digits (at most %d), e.g. AssumeRole",
+				s ? s : "?", UP_MAX_AWS_ACTION_LEN);
+		else if (strv_add(&b->r.aws_actions, &b->r.n_aws_actions, s) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 typedef int (*key_fn)(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v);
 
 static const struct {
 	const char *key;
 	key_fn fn;
 } rule_keys[] = {
-	{"name", key_name},	  {"host", key_host},	{"hosts", key_hosts},
-	{"methods", key_methods}, {"paths", key_paths}, {"inject", key_inject},
-	{"l4_forward", key_l4},	  {"cidrs", key_cidrs}, {"refresh", key_refresh},
+	{"name", key_name},	  {"host", key_host},
+	{"hosts", key_hosts},	  {"methods", key_methods},
+	{"paths", key_paths},	  {"inject", key_inject},
+	{"l4_forward", key_l4},	  {"cidrs", key_cidrs},
+	{"refresh", key_refresh}, {"aws_allow_credential_actions", key_aws_actions},
 };
 
 /* Near-misses that would otherwise widen a rule silently. */
 static const char *const rule_key_hints[][2] = {
-	{"method", "methods"},	     {"path", "paths"},	    {"cidr", "cidrs"},
-	{"header", "inject"},	     {"headers", "inject"}, {"l4", "l4_forward"},
-	{"l4forward", "l4_forward"}, {"injects", "inject"}, {"hostname", "hosts"},
+	{"method", "methods"},
+	{"path", "paths"},
+	{"cidr", "cidrs"},
+	{"header", "inject"},
+	{"headers", "inject"},
+	{"l4", "l4_forward"},
+	{"l4forward", "l4_forward"},
+	{"injects", "inject"},
+	{"hostname", "hosts"},
+	{"aws_credential_actions", "aws_allow_credential_actions"},
+	{"aws_allow_actions", "aws_allow_credential_actions"},
 };
 
 static void unknown_rule_key(struct pctx *c, yaml_node_t *k, const char *name)
@@ -453,7 +493,7 @@ static void unknown_rule_key(struct pctx *c, yaml_node_t *k, const char *name)
 		}
 	problem(c, k,
 		"unknown key '%s'; a rule has name, hosts (or host), methods, paths, "
-		"inject, refresh, l4_forward and cidrs",
+		"inject, refresh, aws_allow_credential_actions, l4_forward and cidrs",
 		name);
 }
 
@@ -474,8 +514,9 @@ static void check_rule(struct pctx *c, struct rb *b)
 	if (b->host && b->hosts)
 		problem(c, b->hosts, "both 'host' and 'hosts' are set; keep only 'hosts'");
 	if (b->r.l4) {
-		yaml_node_t *bad[] = {b->methods, b->paths, b->inject, b->refresh};
-		const char *names[] = {"methods", "paths", "inject", "refresh"};
+		yaml_node_t *bad[] = {b->methods, b->paths, b->inject, b->refresh, b->aws_actions};
+		const char *names[] = {"methods", "paths", "inject", "refresh",
+				       "aws_allow_credential_actions"};
 		for (size_t i = 0; i < ELEMENTSOF(bad); i++)
 			if (bad[i])
 				problem(c, bad[i], "l4_forward rule cannot set '%s': %s", names[i],
@@ -492,6 +533,12 @@ static void check_rule(struct pctx *c, struct rb *b)
 		problem(c, b->node,
 			"missing required field 'hosts'; list the host regexes this rule "
 			"allows, e.g. hosts: ['api\\.example\\.com']");
+	if (b->aws_actions && b->r.n_aws_actions && !up_rule_aws_sign(&b->r))
+		problem(c, b->aws_actions,
+			"'aws_allow_credential_actions' needs a rule the proxy "
+			"re-signs under: every host regex must end in "
+			"'\\.amazonaws\\.com' (with no '|'), e.g. hosts: "
+			"['sts\\.amazonaws\\.com']");
 	if (b->refresh && !has_exec(&b->r))
 		problem(c, b->refresh,
 			"'refresh' renews {{exec:...}} values, and this rule's "

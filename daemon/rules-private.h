@@ -17,3 +17,5 @@ int up_regex_check(const char *re, char *why, size_t why_len) _wur_;
 int up_cidr_normalize(const char *in, char *out, size_t out_len) _wur_;
 /* A header name is an HTTP token. */
 bool up_header_name_valid(const char *name);
+/* An AWS action name as aws_allow_credential_actions lists it: letters and digits. */
+bool up_aws_action_valid(const char *name);

@@ -62,6 +62,11 @@ static json_t *rule_json(const struct up_rule *r, bool show_secrets)
 		ret = json_object_set_new(o, "paths", strv_json(r->paths, r->n_paths));
 	if (ret == 0 && !r->l4 && r->port)
 		ret = json_object_set_new(o, "port", json_integer(r->port));
+	if (ret == 0 && up_rule_aws_sign(r))
+		ret = json_object_set_new(o, "aws_sign", json_true());
+	if (ret == 0 && r->n_aws_actions)
+		ret = json_object_set_new(o, "aws_allow_credential_actions",
+					  strv_json(r->aws_actions, r->n_aws_actions));
 	if (ret == 0 && !r->l4 && (r->n_headers || r->n_remove)) {
 		json_t *inject = json_object();
 		ret = inject ? json_object_set_new(o, "inject", inject) : -1;
@@ -93,7 +98,8 @@ json_t *up_ruleset_render(const struct up_ruleset *rs, bool show_secrets)
 
 /* Reading the format back (test vectors, round trips). */
 
-static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
+/* A list of regexes, of CIDRs (`cidr`) or, with `plain`, of AWS action names. */
+static int json_strv_kind(const json_t *a, char ***out, size_t *n, bool cidr, bool plain)
 {
 	size_t i;
 	json_t *v;
@@ -107,8 +113,9 @@ static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
 	json_array_foreach (a, i, v) {
 		const char *s = json_string_value(v);
 		char why[256];
-		if (!s || (cidr ? up_cidr_normalize(s, norm, sizeof(norm)) < 0
-				: up_regex_check(s, why, sizeof(why)) < 0))
+		if (!s || (plain  ? !up_aws_action_valid(s)
+			   : cidr ? up_cidr_normalize(s, norm, sizeof(norm)) < 0
+				  : up_regex_check(s, why, sizeof(why)) < 0))
 			return -EINVAL;
 		(*out)[*n] = strdup(cidr ? norm : s);
 		if (!(*out)[*n])
@@ -116,6 +123,11 @@ static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
 		(*n)++;
 	}
 	return 0;
+}
+
+static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
+{
+	return json_strv_kind(a, out, n, cidr, false);
 }
 
 static int json_rule_headers(const json_t *inject, struct up_rule *r)
@@ -183,6 +195,9 @@ static int json_rule(const json_t *o, struct up_rule *r)
 		ret = json_strv(json_object_get(o, "paths"), &r->paths, &r->n_paths, false);
 	if (ret >= 0 && json_object_get(o, "cidrs"))
 		ret = json_strv(json_object_get(o, "cidrs"), &r->cidrs, &r->n_cidrs, true);
+	if (ret >= 0 && json_object_get(o, "aws_allow_credential_actions"))
+		ret = json_strv_kind(json_object_get(o, "aws_allow_credential_actions"),
+				     &r->aws_actions, &r->n_aws_actions, false, true);
 	if (ret >= 0)
 		ret = json_rule_headers(json_object_get(o, "inject"), r);
 	if (ret < 0)
@@ -294,4 +309,32 @@ int up_url_split(const char *url, bool *https, char *host, size_t host_len, char
 	}
 	(void)snprintf(path, path_len, "%s%.*s", *end == '/' ? "" : "/", (int)n, end);
 	return 0;
+}
+
+int up_url_port(const char *url)
+{
+	bool https = startswith(url, "https://");
+	const char *a = https ? url + 8 : startswith(url, "http://") ? url + 7 : NULL, *end, *colon;
+	char *e;
+	long port;
+
+	if (!a)
+		return -EINVAL;
+	end = a + strcspn(a, "/?#");
+	if (memchr(a, '@', (size_t)(end - a)))
+		a = (const char *)memchr(a, '@', (size_t)(end - a)) + 1;
+	if (*a == '[') {
+		const char *rb = memchr(a, ']', (size_t)(end - a));
+		colon = rb && rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+	} else {
+		colon = memchr(a, ':', (size_t)(end - a));
+	}
+	if (!colon)
+		return https ? 443 : 80;
+	errno = 0;
+	port = strtol(colon + 1, &e, 10);
+	if (e != end || colon + 1 == end || !isdigit((unsigned char)colon[1]) || errno ||
+	    port < 1 || port > 65535)
+		return -EINVAL;
+	return (int)port;
 }

@@ -154,6 +154,7 @@ void up_rule_done(struct up_rule *r)
 	strv_free(r->paths, r->n_paths);
 	strv_free(r->cidrs, r->n_cidrs);
 	strv_free(r->remove, r->n_remove);
+	strv_free(r->aws_actions, r->n_aws_actions);
 	for (size_t i = 0; i < r->n_headers; i++) {
 		free(r->headers[i].name);
 		free(r->headers[i].value);
@@ -163,6 +164,14 @@ void up_rule_done(struct up_rule *r)
 	}
 	free(r->headers);
 	*r = (struct up_rule){0};
+}
+
+bool up_aws_action_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n <= UP_MAX_AWS_ACTION_LEN &&
+	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") == n;
 }
 
 static int compile_all(char **v, size_t n, bool caseless, void **out)
@@ -397,8 +406,8 @@ static bool normalize_host(const char *in, char *out, size_t out_len)
 	return true;
 }
 
-const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *method,
-				       const char *host, const char *path)
+const struct up_rule *up_ruleset_match_port(const struct up_ruleset *rs, const char *method,
+					    const char *host, unsigned port, const char *path)
 {
 	char h[256];
 	int bit = up_method_bit(method);
@@ -408,7 +417,7 @@ const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct up_rule *r = &rs->rules[i];
 
-		if (r->l4)
+		if (r->l4 || (port && r->port && r->port != port))
 			continue;
 		if (r->methods && (bit < 0 || !(r->methods & (1u << bit))))
 			continue;
@@ -419,6 +428,33 @@ const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *
 		return r;
 	}
 	return NULL;
+}
+
+const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *method,
+				       const char *host, const char *path)
+{
+	return up_ruleset_match_port(rs, method, host, 0, path);
+}
+
+/* A host regex that can only match AWS names: it ends in \.amazonaws\.com, with no '|'. */
+static bool names_aws(const char *re)
+{
+	static const char suffix[] = "\\.amazonaws\\.com";
+	size_t n = strlen(re), k = sizeof(suffix) - 1;
+
+	if (n && re[n - 1] == '$')
+		n--;
+	return !strchr(re, '|') && n > k && !memcmp(re + n - k, suffix, k);
+}
+
+bool up_rule_aws_sign(const struct up_rule *r)
+{
+	if (r->l4 || r->layer == UP_LAYER_GENERIC || r->n_hosts == 0)
+		return false;
+	for (size_t i = 0; i < r->n_hosts; i++)
+		if (!names_aws(r->hosts[i]))
+			return false;
+	return true;
 }
 
 static bool in_cidr(const char *cidr, int fam, const unsigned char *a)
@@ -471,7 +507,7 @@ const struct up_rule *up_ruleset_match_connect(const struct up_ruleset *rs, cons
 }
 
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
-				     const char *host, const char *path,
+				     const char *host, unsigned port, const char *path,
 				     const struct up_rule **rule)
 {
 	char h[256];
@@ -488,7 +524,7 @@ enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *me
 			return UP_DECISION_L4;
 		}
 	}
-	*rule = up_ruleset_match(rs, method, h, path);
+	*rule = up_ruleset_match_port(rs, method, h, port ? port : https ? 443 : 80, path);
 	if (*rule && !https && (*rule)->n_headers)
 		*rule = NULL; /* a credential never goes out in clear: the addon denies it too */
 	return *rule ? UP_DECISION_ALLOW : UP_DECISION_DENY;

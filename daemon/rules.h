@@ -62,7 +62,10 @@ struct up_rule {
 	size_t n_headers;
 	char **remove; /* header names taken off allowed requests (inject.remove); NULL: none */
 	size_t n_remove;
-	unsigned port;		 /* only requests to this port (kube rules); 0: any */
+	unsigned port;	    /* only requests to this port (kube rules); 0: any */
+	char **aws_actions; /* aws_allow_credential_actions: credential-issuing AWS actions the
+			     * proxy re-signs under this rule; NULL: none */
+	size_t n_aws_actions;
 	uint64_t refresh_s;	 /* refresh: DURATION: its {{exec:...}} values renewed this often; 0
 				    never */
 	void *host_re, *path_re; /* compiled (pcre2_code **) */
@@ -118,11 +121,22 @@ int up_rule_header_set_value(struct up_rule_header *h, const char *value) _wur_;
 int up_rule_header_replace(struct up_rule_header *h, const char *value) _wur_;
 
 /*
- * The first HTTP rule that allows METHOD on HOST (no port; compared case-insensitively)
- * at PATH (path plus query), or NULL: deny.
+ * The first HTTP rule that allows METHOD on HOST (compared case-insensitively) at PORT and
+ * PATH (path plus query), or NULL: deny. A rule with a port takes only requests to that port;
+ * PORT 0 leaves rules' ports out of it (up_ruleset_match()).
  */
+const struct up_rule *up_ruleset_match_port(const struct up_ruleset *rs, const char *method,
+					    const char *host, unsigned port, const char *path);
 const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *method,
 				       const char *host, const char *path);
+
+/*
+ * Whether the proxy re-signs AWS requests made with the agent's dummy keys under this rule:
+ * an HTTP rule outside the generic layer whose every host regex names AWS hosts (ends in
+ * \.amazonaws\.com and has no '|'). Rendered as "aws_sign": true.
+ */
+bool up_rule_aws_sign(const struct up_rule *r);
+
 /*
  * The first rule that could take a CONNECT to TARGET: an L4 rule (relay bytes), an
  * HTTP rule (intercept and decide per request), or NULL (refuse). Host regexes of
@@ -142,8 +156,9 @@ enum up_decision {
  */
 /* (A plain-http request that an injecting rule would take is denied: the addon never sends a
  * credential in clear.) */
+/* PORT is the request's port (0: the scheme's default, 443 or 80), compared with rules' ports. */
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
-				     const char *host, const char *path,
+				     const char *host, unsigned port, const char *path,
 				     const struct up_rule **rule);
 
 /*
@@ -152,14 +167,17 @@ enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *me
  */
 int up_url_split(const char *url, bool *https, char *host, size_t host_len, char *path,
 		 size_t path_len, char *why, size_t why_len) _wur_;
+/* The port of an http(s) URL (443 or 80 when it names none), or -EINVAL for a bad one. */
+int up_url_port(const char *url) _wur_;
 
 /*
  * The proxy's input, as manifests/mitm/README.md describes it:
  * {"version": 1, "rules": [{"name", "layer", "source", "hosts", "methods"?, "paths"?,
- * "inject"?: {"headers"?: {...}, "remove"?: [...]}} | {"name", "layer", "source", "l4_forward":
- * true, "hosts"?, "cidrs"?}]} in final order; "methods" and "paths" are left out for "any". Header
- * values are the resolved ones, shown as "<redacted>" unless `show_secrets`; unresolved ones render
- * as written. NULL on allocation failure.
+ * "inject"?: {"headers"?: {...}, "remove"?: [...]}, "port"?, "aws_sign"?,
+ * "aws_allow_credential_actions"?} | {"name", "layer", "source", "l4_forward": true,
+ * "hosts"?, "cidrs"?}]} in final order; "methods" and "paths" are left out for "any".
+ * Header values are the resolved ones, shown as "<redacted>" unless `show_secrets`;
+ * unresolved ones render as written. NULL on allocation failure.
  */
 json_t *up_ruleset_render(const struct up_ruleset *rs, bool show_secrets);
 #define UP_RULES_FORMAT_VERSION 1

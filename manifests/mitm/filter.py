@@ -21,7 +21,7 @@ import string
 import sys
 import tempfile
 import time
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, unquote_plus
 
 try:  # the policy part works without mitmproxy
     from mitmproxy import ctx, exceptions, http
@@ -42,7 +42,8 @@ _TOKEN_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BAD_VALUE_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")
 _REGEX_META = set(".^$*+?{}[]|()")
 _RULE_KEYS = {"name", "layer", "source", "hosts", "methods", "paths", "inject", "l4_forward",
-              "cidrs", "port"}
+              "cidrs", "port", "aws_sign", "aws_allow_credential_actions"}
+_AWS_ACTION_RE = re.compile(r"[A-Za-z0-9]{1,128}")
 
 
 class RulesError(ValueError):
@@ -86,7 +87,8 @@ def _literal(pattern):
 
 class Rule:
     __slots__ = ("index", "name", "layer", "source", "l4", "host_patterns", "host_res",
-                 "methods", "path_res", "headers", "remove", "cidrs", "port")
+                 "methods", "path_res", "headers", "remove", "cidrs", "port", "aws_sign",
+                 "aws_actions")
 
     def __repr__(self):
         return f"Rule({self.index}, {self.name!r}, l4={self.l4})"
@@ -172,6 +174,26 @@ def _parse_headers(where, inject):
     return tuple(out)
 
 
+def _parse_aws(where, raw, r):
+    """aws_sign: the daemon says the proxy re-signs dummy-key AWS requests under this rule
+    (never a generic-layer one); aws_allow_credential_actions: the credential-issuing actions
+    it re-signs too."""
+    r.aws_sign = raw.get("aws_sign", False)
+    if not isinstance(r.aws_sign, bool):
+        raise RulesError(f"{where}: 'aws_sign' must be true or false")
+    if r.aws_sign and r.layer == "generic":
+        raise RulesError(f"{where}: a generic-layer rule cannot set 'aws_sign'")
+    r.aws_actions = frozenset()
+    if "aws_allow_credential_actions" in raw:
+        names = _str_list(raw, where, "aws_allow_credential_actions")
+        bad = [n for n in names if not _AWS_ACTION_RE.fullmatch(n)]
+        if bad:
+            raise RulesError(f"{where}: '{bad[0]}' is not an AWS action name")
+        if not r.aws_sign:
+            raise RulesError(f"{where}: 'aws_allow_credential_actions' needs 'aws_sign': true")
+        r.aws_actions = frozenset(n.lower() for n in names)
+
+
 def _parse_rule(index, raw):
     where = f"rules[{index}]"
     if not isinstance(raw, dict):
@@ -198,8 +220,10 @@ def _parse_rule(index, raw):
     r.port = raw.get("port")
     if r.port is not None and (type(r.port) is not int or not 1 <= r.port <= 65535):
         raise RulesError(f"{where}: 'port' must be a port number (1 to 65535)")
+    _parse_aws(where, raw, r)
     if r.l4:
-        for key in ("methods", "paths", "inject", "port"):
+        for key in ("methods", "paths", "inject", "port", "aws_sign",
+                    "aws_allow_credential_actions"):
             if key in raw:
                 raise RulesError(f"{where}: an l4_forward rule cannot set '{key}'")
         if "cidrs" in raw:
@@ -317,20 +341,24 @@ class RuleSet:
         self._connect_cache[host] = best
         return best
 
-    def evaluate(self, method, scheme, host, path):
+    def evaluate(self, method, scheme, host, path, port=None):
         """The whole decision for one request as the proxy makes it.
 
         ``https`` means the client tunnels with CONNECT first; ``http`` means an
         absolute-form request to the proxy (no tunnel, so L4 rules do not apply).
+        ``port`` is the request's port (None: the scheme's default), which a rule with a
+        ``port`` must match, as in ``requestheaders``.
         """
         host = normalize_host(host)
+        if port is None:
+            port = 443 if scheme == "https" else 80
         if scheme == "https":
             first = self.match_connect(host)
             if first is None:
                 return Verdict("deny", None, "connect")
             if first.l4:
                 return Verdict("l4", first, "connect")
-        rule = self.match_request(method, host, path)
+        rule = self.match_request(method, host, path, port)
         if rule is None or (scheme != "https" and rule.headers):
             return Verdict("deny", None, "request")  # no credential goes out in clear
         return Verdict("allow", rule, "request")
@@ -373,6 +401,34 @@ _UNSIGNED_HEADERS = frozenset(("authorization", "user-agent", "x-amzn-trace-id",
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 _S3_KEEP_PAYLOAD = frozenset((UNSIGNED_PAYLOAD, "STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
 _CRED_KEYS = {"access_key_id", "secret_access_key", "session_token", "expiration"}
+# Actions that hand out credentials (keys, session tokens, sign-in, auth or registry tokens,
+# passwords). A request for one, signed with a dummy key, is re-signed only under a rule that
+# lists it in aws_allow_credential_actions (compared case-insensitively).
+AWS_CREDENTIAL_ACTIONS = frozenset(a.lower() for a in (
+    "AssumeRole", "AssumeRoleWithSAML", "AssumeRoleWithWebIdentity", "AssumeRoot",   # STS
+    "GetSessionToken", "GetFederationToken", "GetServiceBearerToken", "GetWebIdentityToken",
+    "CreateAccessKey", "UpdateAccessKey", "CreateLoginProfile", "UpdateLoginProfile",  # IAM
+    "CreateServiceSpecificCredential", "ResetServiceSpecificCredential",
+    "UploadSSHPublicKey", "UploadSigningCertificate",
+    "GetSigninToken", "GetRoleCredentials", "CreateToken", "CreateTokenWithIAM",  # sign-in, SSO
+    "GetCredentialsForIdentity", "GetOpenIdToken", "GetOpenIdTokenForDeveloperIdentity",
+    "InitiateAuth", "AdminInitiateAuth", "RespondToAuthChallenge",  # Cognito
+    "AdminRespondToAuthChallenge",
+    "GetAuthorizationToken", "GetClusterCredentials", "GetClusterCredentialsWithIAM",
+    "GetCredentials", "CreateSession", "AssumeRoleForPodIdentity", "GetDataAccess",
+    "GetTemporaryGlueTableCredentials", "GetTemporaryGluePartitionCredentials",
+    "CreatePresignedDomainUrl", "CreatePresignedNotebookInstanceUrl",
+))
+# REST APIs whose credential action is in the path: (signing service, method or None, path
+# regex, action); the smithy RPC v2 path names any operation.
+_AWS_REST_ACTIONS = (
+    ("codeartifact", "POST", re.compile(r"/v1/authorization-token"), "GetAuthorizationToken"),
+    ("sso", None, re.compile(r"/federation/credentials"), "GetRoleCredentials"),
+    ("oidc", "POST", re.compile(r"/token"), "CreateToken"),
+    ("s3", None, re.compile(r"/accessgrantsinstance/dataaccess"), "GetDataAccess"),
+    ("connect", None, re.compile(r"/user/federate/.*"), "GetFederationToken"),
+)
+_RPCV2_PATH_RE = re.compile(r"/service/[^/]+/operation/([^/]+)")
 
 
 def is_aws_host(host):
@@ -394,6 +450,57 @@ def aws_service_region(host):
         if label.startswith("s3-") and _REGION_RE.fullmatch(label[3:]):  # legacy s3-<region>
             return "s3", label[3:]
     return _SIGNING_NAME.get(labels[-1], labels[-1]), "us-east-1"
+
+
+def _form_values(data, key):
+    """The values of ``key`` in a query string or form body (bytes or str), decoded."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    out = []
+    for part in data.split(b"&"):
+        k, _, v = part.partition(b"=")
+        if unquote_plus(k.decode("latin-1")).strip().lower() == key:
+            out.append(unquote_plus(v.decode("latin-1")).strip())
+    return out
+
+
+def aws_actions(method, host, path, headers, body):
+    """The actions a request to an AWS host asks for, as far as they can be told: the Query
+    API's Action (query string or form body), X-Amz-Target, and the REST paths of
+    _AWS_REST_ACTIONS. ``body`` is None when it is not known yet (streamed S3)."""
+    raw_path, _, query = path.partition("?")
+    found = _form_values(query, "action")
+    if body:
+        found += _form_values(body, "action")
+    if hasattr(headers, "get_all"):
+        targets = headers.get_all("x-amz-target")
+    else:
+        targets = [v for k, v in headers if k.lower() == "x-amz-target"]
+    found += [t.rsplit(".", 1)[-1].strip() for t in targets]
+    service, _ = aws_service_region(host)
+    norm = _remove_dot_segments(unquote(raw_path)).rstrip("/") or "/"
+    for svc, verb, rx, action in _AWS_REST_ACTIONS:
+        if svc == service and verb in (None, method.upper()) and rx.fullmatch(norm):
+            found.append(action)
+    m = _RPCV2_PATH_RE.fullmatch(norm)
+    if m:
+        found.append(m.group(1))
+    if "s3express" in host and "session" in [k.lower() for k in _query_keys(query)]:
+        found.append("CreateSession")
+    return found
+
+
+def _query_keys(query):
+    return [unquote_plus(p.partition("=")[0]) for p in query.split("&") if p]
+
+
+def aws_credential_action(method, host, path, headers, body, allowed):
+    """The first credential-issuing action the request asks for that ``allowed`` (lower-case
+    names) does not list, or None."""
+    for action in aws_actions(method, host, path, headers, body):
+        if action.lower() in AWS_CREDENTIAL_ACTIONS and action.lower() not in allowed:
+            return action
+    return None
 
 
 def parse_aws_creds(text):
@@ -515,6 +622,8 @@ class AuditLog:
                + ".%03dZ" % (int(now * 1000) % 1000)}
         for key in self.FIELDS:
             rec[key] = fields.get(key)
+        if fields.get("reason"):  # why a request was refused, when a rule matched it
+            rec["reason"] = fields["reason"]
         out = self.stream or sys.stdout
         out.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=True) + "\n")
         out.flush()
@@ -813,7 +922,9 @@ class UplinkFilter:
             return
         meta = {"rule": rule.name, "layer": rule.layer, "decision": "allow", "injected": []}
         flow.metadata[META] = meta
-        plan = self._aws_plan(req, host)
+        plan = self._aws_plan(flow, host, rule)
+        if flow.response is not None:  # a dummy-signed request this rule does not re-sign
+            return
         if plan is not None:
             meta["decision"], meta["sign"] = "resign", plan
             for name in _STRIP[1:]:
@@ -840,7 +951,11 @@ class UplinkFilter:
         if should_stream_request(req.headers):
             req.stream = _Counter()
 
-    def _aws_plan(self, req, host):
+    def _aws_plan(self, flow, host, rule):
+        """How to re-sign a request made with a dummy key, or None (not one). A rule that
+        may not re-sign (the generic layer, hosts that do not name AWS: no ``aws_sign``) gets
+        the request refused: with the dummy key it could only fail."""
+        req = flow.request
         if not is_aws_host(host):
             return None
         m = _SIGV4_AUTH_RE.match(req.headers.get("authorization", ""))
@@ -851,11 +966,27 @@ class UplinkFilter:
             oplog("warn", f"sigv4 no credentials for key {akid} on {host}: request allowed "
                           "but not re-signed")
             return None
+        if not rule.aws_sign or rule.layer == "generic":
+            self._refuse_resign(flow, rule, (
+                f"rule '{rule.name}' ({rule.layer} layer) does not re-sign AWS requests: only a "
+                f"rule outside the read-only catch-all whose every host regex ends in "
+                f"'\\.amazonaws\\.com' does; " + deny_hint(raw_method(req), host, req.path)))
+            return None
         service, region = aws_service_region(host)
         payload = req.headers.get("x-amz-content-sha256", "")
         return {"akid": akid, "service": service, "region": region, "s3": service == "s3",
                 "payload": payload if payload in _S3_KEEP_PAYLOAD else UNSIGNED_PAYLOAD,
-                "chunk_signed": payload.startswith("STREAMING-AWS4-HMAC-SHA256")}
+                "chunk_signed": payload.startswith("STREAMING-AWS4-HMAC-SHA256"),
+                "allowed": sorted(rule.aws_actions)}
+
+    def _refuse_resign(self, flow, rule, reason):
+        """The 403 for a dummy-signed request not re-signed, and its audit line with why."""
+        req = flow.request
+        host, method = normalize_host(req.host), raw_method(req)
+        flow.metadata[META] = {"logged": True}
+        flow.response = self._refusal(flow, method, host, req.path, reason)
+        oplog("info", f"sigv4 {method} {host}: not re-signed: {reason}")
+        self._emit("deny", rule, method, req.scheme, host, req.port, req.path, 403, reason)
 
     def request(self, flow):
         plan = flow.metadata.get(META, {}).get("sign")
@@ -864,6 +995,16 @@ class UplinkFilter:
 
     def _sign(self, flow, plan):
         req = flow.request
+        action = aws_credential_action(raw_method(req), normalize_host(req.host), req.path,
+                                       req.headers, None if plan["s3"] else req.raw_content,
+                                       frozenset(plan.get("allowed", ())))
+        if action is not None:
+            meta = flow.metadata.get(META, {})
+            self._refuse_resign(flow, {"name": meta.get("rule"), "layer": meta.get("layer")}, (
+                f"{action} hands out AWS credentials; uplink re-signs it only under a rule "
+                f"that lists it, e.g. aws_allow_credential_actions: [{action}] (rule "
+                f"'{meta.get('rule')}' does not)"))
+            return
         creds = self.creds_file.value.get(plan["akid"])
         if creds is None:  # the map changed between headers and body
             req.stream = False
@@ -928,7 +1069,7 @@ class UplinkFilter:
                         port=req.port, path=req.path, status=resp.status_code if resp else None,
                         injected=meta["injected"], bytes_in=n_in, bytes_out=out)
 
-    def _emit(self, decision, rule, method, scheme, host, port, path, status):
+    def _emit(self, decision, rule, method, scheme, host, port, path, status, reason=None):
         """An audit line for a decision that moves no body (rule: Rule, dict or None)."""
         l4 = decision == "l4"
         if isinstance(rule, Rule):
@@ -936,7 +1077,7 @@ class UplinkFilter:
         self.audit.emit(decision=decision, rule=rule["name"] if rule else None,
                         layer=rule["layer"] if rule else None, method=method, scheme=scheme,
                         host=host, port=port, path=path, status=status, injected=[],
-                        bytes_in=None if l4 else 0, bytes_out=None if l4 else 0)
+                        bytes_in=None if l4 else 0, bytes_out=None if l4 else 0, reason=reason)
 
 
 addons = [UplinkFilter()]

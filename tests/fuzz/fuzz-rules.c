@@ -25,8 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (up_ruleset_load_string(rs, UP_LAYER_USER, "fuzz.yaml", (const char *)data, size,
 				   problems) == 0 &&
 	    up_ruleset_finish(rs, size % 2, problems) == 0) {
-		(void)up_ruleset_evaluate(rs, "GET", true, "api.example.com", "/v1/x?y=z", &rule);
-		(void)up_ruleset_evaluate(rs, "POST", false, "10.1.2.3", "/", &rule);
+		(void)up_ruleset_evaluate(rs, "GET", true, "api.example.com", 0, "/v1/x?y=z",
+					  &rule);
+		(void)up_ruleset_evaluate(rs, "POST", false, "10.1.2.3", 0, "/", &rule);
 		doc = up_ruleset_render(rs, true);
 		back = up_ruleset_new();
 		if (doc && up_ruleset_load_json(back, doc, problems) != 0)

@@ -65,7 +65,9 @@ static char *run_case(const json_t *c, char *buf, size_t len)
 			       json_string_value(json_array_get(problems, 0)));
 		goto out;
 	}
-	d = up_ruleset_evaluate(rs, method, https, host, path, &rule);
+	d = up_ruleset_evaluate(rs, method, https, host,
+				(unsigned)json_integer_value(json_object_get(req, "port")), path,
+				&rule);
 	stage = d != UP_DECISION_DENY			       ? NULL
 		: https && !up_ruleset_match_connect(rs, host) ? "connect"
 							       : "request";

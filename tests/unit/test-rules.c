@@ -125,7 +125,7 @@ static void test_rule_key_errors(void **state)
 	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    colour: red\n",
 	       "t.yaml:4:5: rule 'a': unknown key 'colour'; a rule has name, hosts (or host), "
 	       "methods, "
-	       "paths, inject, refresh, l4_forward and cidrs");
+	       "paths, inject, refresh, aws_allow_credential_actions, l4_forward and cidrs");
 	EXPECT("rules:\n  - name: [a]\n    hosts: [x]\n",
 	       "t.yaml:2:11: rule #1 (unnamed): 'name' must be a string");
 	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    hosts: [y]\n",
@@ -489,19 +489,19 @@ static void test_l4_and_connect(void **state)
 	assert_int_equal(r, 0);
 	assert_string_equal(up_ruleset_get(rs, 0)->cidrs[0], "192.168.149.0/24");
 	assert_string_equal(up_ruleset_get(rs, 0)->cidrs[1], "2001:db8::/32");
-	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "192.168.149.9", "/", &rule),
+	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "192.168.149.9", 0, "/", &rule),
 			 UP_DECISION_L4);
 	assert_string_equal(rule->name, "db");
-	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "[2001:db8::5]", "/", &rule),
+	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "[2001:db8::5]", 0, "/", &rule),
 			 UP_DECISION_L4);
-	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "GIT.example.com", "/", &rule),
+	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "GIT.example.com", 0, "/", &rule),
 			 UP_DECISION_L4);
 	assert_string_equal(rule->name, "git");
 	/* plain http never tunnels: L4 rules do not apply */
-	assert_int_equal(up_ruleset_evaluate(rs, "GET", false, "git.example.com", "/", &rule),
+	assert_int_equal(up_ruleset_evaluate(rs, "GET", false, "git.example.com", 0, "/", &rule),
 			 UP_DECISION_ALLOW);
 	assert_string_equal(rule->name, "any");
-	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "10.1.1.1", "/", &rule),
+	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "10.1.1.1", 0, "/", &rule),
 			 UP_DECISION_ALLOW);
 	up_ruleset_free(rs);
 }
@@ -603,6 +603,166 @@ static void test_render_remove_round_trip(void **state)
 	json_decref(p);
 }
 
+/* aws_allow_credential_actions: every problem located; only on a rule the proxy re-signs under. */
+static void test_aws_actions_errors(void **state)
+{
+	EXPECT("rules:\n  - name: a\n    hosts: ['sts\\.amazonaws\\.com']\n"
+	       "    aws_allow_credential_actions: [AssumeRole, GetSessionToken]\n",
+	       NULL);
+	EXPECT("rules:\n  - name: a\n    hosts: ['sts\\.amazonaws\\.com']\n"
+	       "    aws_allow_credential_actions: AssumeRole\n",
+	       "t.yaml:4:35: rule 'a': 'aws_allow_credential_actions' must be a non-empty list of "
+	       "AWS "
+	       "action names, e.g. aws_allow_credential_actions: [AssumeRole]");
+	EXPECT("rules:\n  - name: a\n    hosts: ['sts\\.amazonaws\\.com']\n"
+	       "    aws_allow_credential_actions: []\n",
+	       "t.yaml:4:35: rule 'a': 'aws_allow_credential_actions' must be a non-empty list of "
+	       "AWS "
+	       "action names, e.g. aws_allow_credential_actions: [AssumeRole]");
+	EXPECT("rules:\n  - name: a\n    hosts: ['sts\\.amazonaws\\.com']\n"
+	       "    aws_allow_credential_actions: [Assume-Role, 'sts:AssumeRole']\n",
+	       "t.yaml:4:36: rule 'a': 'Assume-Role' is not an AWS action name; write it as the "
+	       "API "
+	       "names it, letters and digits (at most 128), e.g. AssumeRole",
+	       "t.yaml:4:49: rule 'a': 'sts:AssumeRole' is not an AWS action name; write it as the "
+	       "API "
+	       "names it, letters and digits (at most 128), e.g. AssumeRole");
+	EXPECT("rules:\n  - name: a\n    hosts: ['.*']\n    aws_allow_credential_actions: "
+	       "[AssumeRole]\n",
+	       "t.yaml:4:5: rule 'a': 'aws_allow_credential_actions' needs a rule the proxy "
+	       "re-signs "
+	       "under: every host regex must end in '\\.amazonaws\\.com' (with no '|'), e.g. "
+	       "hosts: "
+	       "['sts\\.amazonaws\\.com']");
+	EXPECT("rules:\n  - name: a\n    hosts: ['sts\\.amazonaws\\.com', 'evil\\.example']\n"
+	       "    aws_allow_credential_actions: [AssumeRole]\n",
+	       "t.yaml:4:5: rule 'a': 'aws_allow_credential_actions' needs a rule the proxy "
+	       "re-signs "
+	       "under: every host regex must end in '\\.amazonaws\\.com' (with no '|'), e.g. "
+	       "hosts: "
+	       "['sts\\.amazonaws\\.com']");
+	EXPECT("rules:\n  - name: a\n    hosts: ['.*|sts\\.amazonaws\\.com']\n"
+	       "    aws_allow_credential_actions: [AssumeRole]\n",
+	       "t.yaml:4:5: rule 'a': 'aws_allow_credential_actions' needs a rule the proxy "
+	       "re-signs "
+	       "under: every host regex must end in '\\.amazonaws\\.com' (with no '|'), e.g. "
+	       "hosts: "
+	       "['sts\\.amazonaws\\.com']");
+	EXPECT("rules:\n  - name: a\n    l4_forward: true\n    hosts: ['x\\.amazonaws\\.com']\n"
+	       "    aws_allow_credential_actions: [AssumeRole]\n",
+	       "t.yaml:5:5: rule 'a': l4_forward rule cannot set 'aws_allow_credential_actions': "
+	       "an L4 "
+	       "rule forwards whole connections, so there is no method, path or header to act on; "
+	       "remove it or write a separate HTTP rule");
+	EXPECT("rules:\n  - name: a\n    hosts: [x]\n    aws_credential_actions: [AssumeRole]\n",
+	       "t.yaml:4:5: rule 'a': unknown key 'aws_credential_actions'; did you mean "
+	       "'aws_allow_credential_actions'?");
+}
+
+/* Re-signing is for rules outside the generic layer that name AWS hosts, and is rendered. */
+static void test_aws_sign_render(void **state)
+{
+	int r;
+	struct up_ruleset *rs =
+		finished("rules:\n  - name: sts\n    hosts: ['sts\\.amazonaws\\.com', "
+			 "'sts\\.[a-z0-9-]+\\.amazonaws\\.com$']\n    methods: [POST]\n"
+			 "    aws_allow_credential_actions: [AssumeRole]\n"
+			 "  - name: mixed\n    hosts: ['s3\\.amazonaws\\.com', 'minio\\.example']\n"
+			 "  - name: any\n    hosts: ['.*']\n    methods: [PUT]\n",
+			 false, &r);
+	json_t *doc, *v;
+	size_t i, n_sign = 0;
+
+	assert_int_equal(r, 0);
+	doc = up_ruleset_render(rs, false);
+	json_array_foreach (json_object_get(doc, "rules"), i, v) {
+		const char *name = json_string_value(json_object_get(v, "name"));
+		const char *layer = json_string_value(json_object_get(v, "layer"));
+		bool sign = json_is_true(json_object_get(v, "aws_sign"));
+		if (streq(layer, "generic"))
+			assert_false(sign);
+		if (streq(name, "sts")) {
+			assert_true(sign);
+			assert_string_equal(
+				json_string_value(json_array_get(
+					json_object_get(v, "aws_allow_credential_actions"), 0)),
+				"AssumeRole");
+		}
+		if (streq(name, "mixed") || streq(name, "any"))
+			assert_false(sign);
+		if (!streq(name, "sts"))
+			assert_null(json_object_get(v, "aws_allow_credential_actions"));
+		n_sign += sign;
+	}
+	/* sts, and the agent's own bedrock auth rule (it names bedrock-runtime hosts) */
+	assert_int_equal(n_sign, 2);
+	{ /* and back: the actions survive the proxy's JSON */
+		struct up_ruleset *back = up_ruleset_new();
+		json_t *p = json_array(), *again;
+		char *a = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS), *b;
+		assert_int_equal(up_ruleset_load_json(back, doc, p), 0);
+		again = up_ruleset_render(back, true); /* values read back count as resolved */
+		b = json_dumps(again, JSON_COMPACT | JSON_SORT_KEYS);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+		json_decref(again);
+		json_decref(p);
+		up_ruleset_free(back);
+	}
+	json_decref(doc);
+	up_ruleset_free(rs);
+	/* a generic-layer rule never re-signs, whatever its hosts */
+	{
+		struct up_rule g = {.layer = UP_LAYER_GENERIC,
+				    .n_hosts = 1,
+				    .hosts = (char *[]){"x\\.amazonaws\\.com"}};
+		assert_false(up_rule_aws_sign(&g));
+		g.layer = UP_LAYER_USER;
+		assert_true(up_rule_aws_sign(&g));
+		g.l4 = true;
+		assert_false(up_rule_aws_sign(&g));
+	}
+}
+
+/* A rule's port is part of the decision: evaluate, as the proxy, takes the URL's port. */
+static void test_port(void **state)
+{
+	struct up_ruleset *rs = up_ruleset_new();
+	json_t *p = json_array();
+	json_t *doc = json_pack("{s:i, s:[{s:s, s:s, s:[s], s:i}, {s:s, s:s, s:[s], s:[s]}]}",
+				"version", 1, "rules", "name", "kube-dev", "layer", "kube", "hosts",
+				"api\\.k8s\\.test", "port", 6443, "name", "ro", "layer", "generic",
+				"hosts", ".*", "methods", "GET");
+	const struct up_rule *rule;
+
+	assert_int_equal(up_ruleset_load_json(rs, doc, p), 0);
+	assert_int_equal(up_ruleset_evaluate(rs, "POST", true, "api.k8s.test", 6443, "/x", &rule),
+			 UP_DECISION_ALLOW);
+	assert_string_equal(rule->name, "kube-dev");
+	assert_int_equal(up_ruleset_evaluate(rs, "POST", true, "api.k8s.test", 443, "/x", &rule),
+			 UP_DECISION_DENY);
+	assert_int_equal(up_ruleset_evaluate(rs, "POST", true, "api.k8s.test", 0, "/x", &rule),
+			 UP_DECISION_DENY); /* 0: https's 443 */
+	assert_int_equal(up_ruleset_evaluate(rs, "GET", true, "api.k8s.test", 8443, "/x", &rule),
+			 UP_DECISION_ALLOW);
+	assert_string_equal(rule->name, "ro");
+	assert_non_null(up_ruleset_match(rs, "POST", "api.k8s.test", "/x")); /* ports left out */
+	assert_null(up_ruleset_match_port(rs, "POST", "api.k8s.test", 443, "/x"));
+	assert_int_equal(up_url_port("https://a.test/x"), 443);
+	assert_int_equal(up_url_port("http://a.test?x"), 80);
+	assert_int_equal(up_url_port("https://u@a.test:6443/x"), 6443);
+	assert_int_equal(up_url_port("https://[::1]:8443"), 8443);
+	assert_int_equal(up_url_port("https://[::1]/"), 443);
+	assert_int_equal(up_url_port("https://a.test:0/"), -EINVAL);
+	assert_int_equal(up_url_port("https://a.test:65536/"), -EINVAL);
+	assert_int_equal(up_url_port("https://a.test:+1/"), -EINVAL);
+	assert_int_equal(up_url_port("https://a.test:/"), -EINVAL);
+	json_decref(doc);
+	json_decref(p);
+	up_ruleset_free(rs);
+}
+
 static void test_url_split(void **state)
 {
 	char host[256], path[1024], why[128];
@@ -684,6 +844,9 @@ int main(void)
 		cmocka_unit_test(test_l4_and_connect),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_render_remove_round_trip),
+		cmocka_unit_test(test_aws_actions_errors),
+		cmocka_unit_test(test_aws_sign_render),
+		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_url_split),
 		cmocka_unit_test(test_files),
 	};

@@ -5,6 +5,7 @@ received; and the allow-list still in charge of AWS hosts."""
 
 import datetime
 import hashlib
+import json
 import re
 import types
 import uuid
@@ -141,7 +142,7 @@ def test_service_and_region_from_host(host, service, region):
 
 # --------------------------------------------------------------------------- real proxy
 
-AWS_RULES = [{"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"]},
+AWS_RULES = [{"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"], "aws_sign": True},
              {"name": "minio", "layer": "user", "hosts": ["minio\\.uplink\\.test"],
               "inject": {"headers": {"X-Injected": "uplink-sentinel-minio"}}}]
 
@@ -265,3 +266,125 @@ def test_signature_is_no_way_around_the_allow_list(proxy):
                                     body=b"Action=GetCallerIdentity", rules=rules)
     assert res.status == 403 and res.header("X-Uplink-Denied") == "1" and got == []
     assert audit[0]["decision"] == "deny"
+
+
+# --------------------------------------------------------------------------- who may re-sign
+# The agent holds a dummy key; an attacker inside it tries to have the proxy put the real
+# key id, session token or a fresh credential in front of it.
+
+GENERIC = {"name": "default-readonly", "layer": "generic", "source": "builtin:generic",
+           "hosts": [".*"], "methods": ["GET", "HEAD", "OPTIONS"]}
+REAL = [v for c in AWS_CREDS.values() for k, v in c.items()]
+
+
+def _upstream_count(proxy):
+    with proxy.echo.lock:
+        return len(proxy.echo.requests)
+
+
+def _no_real_credential_upstream(proxy, since):
+    """Nothing the upstream received since request number ``since`` holds a real value."""
+    with proxy.echo.lock:
+        seen = json.dumps(proxy.echo.requests[since:])
+    leaked = [v for v in REAL if v in seen]
+    assert leaked == [], "real AWS credentials reached an upstream"
+
+
+def _refused(res, got, audit, why):
+    assert res.status == 403 and res.header("X-Uplink-Denied") == "1", res
+    assert got == [], "a request the proxy must not re-sign reached the upstream"
+    assert [a["decision"] for a in audit] == ["deny"]
+    assert why in audit[0]["reason"] and why in res.json()["hint"]
+    return audit[0]
+
+
+@pytest.mark.parametrize("host,path", [
+    ("abc123.execute-api.us-east-1.amazonaws.com", "/prod/steal"),   # the attacker's API
+    ("sts.amazonaws.com", "/?Action=GetSessionToken&Version=2011-06-15"),
+    ("iam.amazonaws.com", "/?Action=CreateAccessKey&UserName=me&Version=2010-05-08"),
+])
+def test_catch_all_never_resigns(proxy, host, path):
+    """The default rules: only the read-only catch-all takes these hosts, and it re-signs
+    nothing, so neither the real key id nor the session token goes anywhere."""
+    service, since = F.aws_service_region(host)[0], _upstream_count(proxy)
+    res, got, audit = through_proxy(proxy, "GET", host, path,
+                                    dummy_headers(AWS_DUMMY_TOKEN, service), rules=[GENERIC])
+    line = _refused(res, got, audit, "does not re-sign AWS requests")
+    assert (line["rule"], line["layer"]) == ("default-readonly", "generic")
+    _no_real_credential_upstream(proxy, since)
+
+
+def test_generic_rule_cannot_claim_aws_sign(proxy):
+    """A rules document that marks a generic-layer rule as re-signing is not loaded."""
+    with pytest.raises(F.RulesError, match="generic-layer rule cannot set 'aws_sign'"):
+        F.parse_rules({"version": 1, "rules": [dict(GENERIC, aws_sign=True)]})
+
+
+STS_RULE = {"name": "aws-sts", "layer": "user", "hosts": ["sts\\.amazonaws\\.com"],
+            "methods": ["GET", "POST"], "aws_sign": True}
+FORM = [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")]
+
+
+@pytest.mark.parametrize("method,path,extra,body", [
+    ("GET", "/?Action=GetSessionToken&Version=2011-06-15", [], b""),
+    ("GET", "/?Version=2011-06-15&%41ction=AssumeRole&RoleArn=x&RoleSessionName=y", [], b""),
+    ("POST", "/", FORM, b"Action=GetSessionToken&Version=2011-06-15"),
+    ("POST", "/", FORM, b"Version=2011-06-15&Action=GetFederationToken&Name=x"),
+    ("POST", "/?Action=GetCallerIdentity", FORM, b"Action=AssumeRole&RoleArn=x"),
+    ("POST", "/", [("Content-Type", "application/x-amz-json-1.1"),
+                   ("X-Amz-Target", "AWSSecurityTokenServiceV20110615.AssumeRole")], b"{}"),
+])
+def test_credential_actions_refused(proxy, method, path, extra, body):
+    """Under a rule that re-signs STS, the actions that hand out credentials are refused
+    (query string, form body, X-Amz-Target) unless the rule names them."""
+    since = _upstream_count(proxy)
+    res, got, audit = through_proxy(proxy, method, "sts.amazonaws.com", path,
+                                    dummy_headers(AWS_DUMMY_TOKEN, "sts") + extra, body,
+                                    rules=[STS_RULE, GENERIC])
+    line = _refused(res, got, audit, "hands out AWS credentials")
+    assert "aws_allow_credential_actions" in line["reason"] and line["rule"] == "aws-sts"
+    _no_real_credential_upstream(proxy, since)
+
+
+def test_other_credential_apis_refused(proxy):
+    rules = [{"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"],
+              "aws_sign": True}]
+    cases = [("POST", "iam.amazonaws.com", "/", FORM,
+              b"Action=CreateAccessKey&UserName=me&Version=2010-05-08"),
+             ("POST", "cognito-identity.us-east-1.amazonaws.com", "/",
+              [("X-Amz-Target", "AWSCognitoIdentityService.GetCredentialsForIdentity")], b"{}"),
+             ("POST", "cognito-identity.us-east-1.amazonaws.com", "/",
+              [("X-Amz-Target", "AWSCognitoIdentityService.GetOpenIdToken")], b"{}"),
+             ("POST", "codeartifact.eu-west-1.amazonaws.com",
+              "/v1/authorization-token?domain=d&domain-owner=1", [], b""),
+             ("POST", "api.ecr.eu-west-1.amazonaws.com", "/",
+              [("X-Amz-Target", "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken")],
+              b"{}")]
+    since = _upstream_count(proxy)
+    for method, host, path, extra, body in cases:
+        service = F.aws_service_region(host)[0]
+        res, got, audit = through_proxy(proxy, method, host, path,
+                                        dummy_headers(AWS_DUMMY, service) + extra, body,
+                                        rules=rules)
+        _refused(res, got, audit, "hands out AWS credentials")
+    _no_real_credential_upstream(proxy, since)
+
+
+def test_rule_naming_host_and_action_resigns(proxy):
+    rules = [dict(STS_RULE, aws_allow_credential_actions=["GetSessionToken"]), GENERIC]
+    res, got, audit = through_proxy(proxy, "GET", "sts.amazonaws.com",
+                                    "/?Action=GetSessionToken&Version=2011-06-15",
+                                    dummy_headers(AWS_DUMMY_TOKEN, "sts"), rules=rules)
+    assert res.status == 200 and len(got) == 1
+    assert verify_like_aws(got[0], AWS_DUMMY_TOKEN, b"")[0] == "sts"
+    assert [(a["decision"], a["rule"]) for a in audit] == [("resign", "aws-sts")]
+    body = b"Action=GetSessionToken&Version=2011-06-15"
+    res, got, audit = through_proxy(proxy, "POST", "sts.amazonaws.com", "/",
+                                    dummy_headers(AWS_DUMMY_TOKEN, "sts") + FORM, body,
+                                    rules=rules)
+    assert res.status == 200 and verify_like_aws(got[0], AWS_DUMMY_TOKEN, body)[0] == "sts"
+    # naming one action allows that one only
+    res, got, audit = through_proxy(proxy, "GET", "sts.amazonaws.com",
+                                    "/?Action=AssumeRole&RoleArn=x&RoleSessionName=y",
+                                    dummy_headers(AWS_DUMMY_TOKEN, "sts"), rules=rules)
+    _refused(res, got, audit, "AssumeRole hands out AWS credentials")
