@@ -14,7 +14,8 @@ TOKEN = f"Bearer {SENTINEL}-audit-token"
 RULES = [
     {"name": "api", "layer": "auth", "source": "agent:claude", "hosts": ["api\\.uplink\\.test"],
      "inject": {"headers": {"Authorization": TOKEN, "X-Second": f"{SENTINEL}-second"}}},
-    {"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"]},
+    {"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"],
+     "aws_sign": True},
     {"name": "tcp", "layer": "user", "l4_forward": True, "hosts": ["tcp\\.uplink\\.test"]},
     {"name": "ro", "layer": "generic", "hosts": [".*\\.uplink\\.test"], "methods": ["GET"]},
 ]

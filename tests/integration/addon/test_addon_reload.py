@@ -92,7 +92,8 @@ def test_in_place_rewrite_is_noticed(reloading):
 
 
 def test_aws_credentials_reload(proxy):
-    rules = [{"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"]}]
+    rules = [{"name": "aws", "layer": "user", "hosts": [".*\\.amazonaws\\.com"],
+              "aws_sign": True}]
     dummy = [("Authorization", f"AWS4-HMAC-SHA256 Credential={AWS_DUMMY}/20200101/us-east-1/s3/"
                                "aws4_request, SignedHeaders=host, Signature=" + "0" * 64)]
 

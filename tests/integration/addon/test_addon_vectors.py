@@ -38,7 +38,7 @@ def test_vector_in_process(case):
     f = load_filter()
     rules = f.parse_rules({"version": 1, "rules": case["rules"]})
     q, exp = case["request"], case["expect"]
-    v = rules.evaluate(q["method"], q["scheme"], q["host"], q["path"])
+    v = rules.evaluate(q["method"], q["scheme"], q["host"], q["path"], q["port"])
     assert v.decision == exp["decision"]
     assert (v.rule.name if v.rule else None) == exp["rule"]
     assert (v.rule.layer if v.rule else None) == exp["layer"]
@@ -109,8 +109,11 @@ def test_vector_through_proxy(proxy, case):
         vals = [v for n, v in rec["headers"] if n.lower() == name.lower()]
         assert vals == [value], f"{name}: upstream got {len(vals)} values"
     injected_lower = {n.lower() for n in inject}
+    removed = {n.lower() for n in _rule(case, exp["rule"]).get("inject", {}).get("remove", [])}
+    for name in removed - injected_lower:  # kube client-certificate rules drop the placeholder
+        assert not [n for n, _ in rec["headers"] if n.lower() == name]
     for name, value in headers:  # everything else arrives untouched
-        if name.lower() not in injected_lower:
+        if name.lower() not in injected_lower | removed:
             assert [name, value] in rec["headers"]
     assert rec["tls"] == (q["scheme"] == "https")
 
