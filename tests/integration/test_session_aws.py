@@ -164,6 +164,40 @@ def test_dummy_keys_reach_the_agent_real_ones_are_renewed_and_resign_requests(en
     assert len(env.aws_calls.read_text().splitlines()) == n
 
 
+def test_default_rules_resign_nothing(env, proxy):
+    """--aws-profiles with the default rules: no generic-layer rule is marked as re-signing,
+    and the mitm fed what the daemon rendered refuses the dummy-signed requests an attacker
+    would send under the catch-all (its own execute-api host, STS GetSessionToken over GET),
+    so neither the real key id nor the session token reaches an upstream."""
+    sid, _ = run_detached(env, "-a", "dev")
+    ns = f"agent-uplink-{sid}"
+    akid = dummy_akid("dev")
+    doc = json.loads(secret_data(env.fk, ns, "rules-json", "rules.json"))
+    layers = {x["name"]: x["layer"] for x in doc["rules"]}
+    assert layers["default-readonly"] == "generic"
+    assert [n for n, x in zip(layers, doc["rules"]) if x.get("aws_sign")
+            and x["layer"] == "generic"] == []
+    creds = creds_of(env.fk, ns)
+    write_atomic(proxy.rules_path, json.dumps(doc))
+    write_atomic(proxy.creds_path, json.dumps(creds))
+    with proxy.echo.lock:
+        since = len(proxy.echo.requests)  # the proxy is the module's: earlier tests re-signed
+    for host, path, service in [
+            ("abc123.execute-api.us-east-1.amazonaws.com", "/prod/steal", "execute-api"),
+            ("sts.amazonaws.com", "/?Action=GetSessionToken&Version=2011-06-15", "sts")]:
+        tid = uuid.uuid4().hex
+        res = send(proxy.port, "https", host, 443, "GET", path,
+                   headers=dummy_headers(akid, service) + [("X-Test-Id", tid)],
+                   trust=proxy.pki.mitm_ca)
+        assert res.status == 403 and res.header("X-Uplink-Denied") == "1", res
+        assert "does not re-sign AWS requests" in res.json()["hint"]
+        assert proxy.echo.find(tid) == []
+    with proxy.echo.lock:
+        seen = json.dumps(proxy.echo.requests[since:])
+    assert creds[akid]["access_key_id"] not in seen and creds[akid]["session_token"] not in seen
+    assert env.daemon.client("stop", sid, "--wait").returncode == 0
+
+
 def test_a_failing_renewal_is_retried_and_notified_once(env):
     sid, _ = run_detached(env, "-a", "dev", "--rules", AWS_RULES)
     ns = f"agent-uplink-{sid}"
