@@ -262,3 +262,58 @@ def test_check_denies_a_credential_over_plain_http(rules_daemon, rules_file):
                         "sends only over HTTPS; use https://api.example.com/v1\n")
     r = rules_daemon.client("rules", "check", "--rules", str(f), "GET", "https://api.example.com/v1")
     assert r.returncode == 0 and r.stdout.startswith("allow  GET api.example.com/v1\n")
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: dev
+  cluster:
+    server: https://api.dev.test:6443
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkZBS0UtQ0EKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=
+users:
+- name: bot
+  user:
+    token: uplink-sentinel-kube-token
+contexts:
+- name: dev
+  context: {cluster: dev, user: bot}
+"""
+
+
+def test_check_takes_kube_contexts_and_ports(rules_daemon, tmp_path):
+    """rules check gives the kube rules a session with --kube-context gets, and decides on
+    the URL's port as the proxy does: the token goes to the API server's port alone."""
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(KUBECONFIG)
+    c = rules_daemon.client
+    kube = ["--kube-context", "dev", "--kubeconfig", str(kc)]
+    r = c("rules", "check", *kube, "--json", "DELETE", "https://api.dev.test:6443/api/v1/x")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["decision"], out["port"]) == ("allow", 6443)
+    assert (out["rule"]["name"], out["rule"]["layer"]) == ("kube-dev", "kube")
+    assert out["rule"]["headers"] == ["Authorization"] and out["rule"]["source"] == "kubeconfig:dev"
+    assert "uplink-sentinel" not in r.stdout + r.stderr
+    r = c("rules", "check", *kube, "DELETE", "https://api.dev.test/api/v1/x")  # port 443
+    assert r.returncode == 1 and r.stdout.startswith("deny   DELETE api.dev.test/api/v1/x\n")
+    r = c("rules", "check", *kube, "GET", "https://api.dev.test:8443/api/v1/x")
+    assert r.returncode == 0 and "layer:  generic" in r.stdout and "inject" not in r.stdout
+    r = c("rules", "check", "DELETE", "https://api.dev.test:6443/api/v1/x")  # no context
+    assert r.returncode == 1
+    r = c("rules", "check", "--kube-context", "nosuch", "--kubeconfig", str(kc), "GET",
+          "https://api.dev.test:6443/")
+    assert r.returncode == 2 and "--kube-context nosuch:" in r.stderr
+    r = c("rules", "check", "GET", "https://api.dev.test:99999/")
+    assert r.returncode == 2 and "the port must be a number from 1 to 65535" in r.stderr
+
+
+def test_check_says_which_rules_resign_aws(rules_daemon):
+    aws = str(SRC / "examples" / "rules" / "aws.yaml")
+    r = rules_daemon.client("rules", "check", "--rules", aws, "POST", "https://sts.amazonaws.com/")
+    assert r.returncode == 0 and "rule:   aws-sts" in r.stdout
+    assert "aws:    requests signed with the agent's dummy AWS keys are re-signed" in r.stdout
+    r = rules_daemon.client("rules", "check", "--rules", aws, "--json", "GET",
+                            "https://abc.execute-api.us-east-1.amazonaws.com/prod/")
+    out = json.loads(r.stdout)
+    assert out["rule"]["layer"] == "generic" and out["rule"]["aws_sign"] is False
