@@ -85,14 +85,20 @@ int session_aws_prepare(struct up_session *s)
 void session_aws_warn_rules(struct up_session *s, json_t *warnings)
 {
 	const struct up_session_extra *x = s->o.extra;
+	const struct up_rule *r;
 
-	/* The mitm signs what the rules let through; uplink adds no rule of its own for AWS. */
-	if (!x || json_array_size(x->aws_profiles) == 0 ||
-	    up_ruleset_match(s->rs, "POST", "sts.amazonaws.com", "/"))
+	/* The mitm signs what the rules let through, under rules naming AWS hosts; uplink adds no
+	 * rule of its own for AWS. */
+	if (!x || json_array_size(x->aws_profiles) == 0)
+		return;
+	r = up_ruleset_match(s->rs, "POST", "sts.amazonaws.com", "/");
+	if (r && up_rule_aws_sign(r))
 		return;
 	(void)json_array_append_new(warnings,
-				    json_string("AWS profiles are set up, but no rule allows POST "
-						"to AWS (sts.amazonaws.com): only "
-						"GET, HEAD and OPTIONS reach AWS until a rules "
-						"file allows more (examples/rules/aws.yaml)"));
+				    json_string("AWS profiles are set up, but no rule re-signs "
+						"POST to AWS (sts.amazonaws.com): the "
+						"proxy refuses requests made with the dummy keys "
+						"under the read-only catch-all, so "
+						"add a rules file naming the AWS hosts the agent "
+						"needs (examples/rules/aws.yaml)"));
 }

@@ -1171,13 +1171,19 @@ def test_aws_secret_is_redacted_without_show_secrets(env):
 
 def test_aws_profiles_without_a_rule_for_aws_warn(env):
     _, _, r = dry(env, "-a", "dev")
-    warning = ("AWS profiles are set up, but no rule allows POST to AWS (sts.amazonaws.com): only "
-               "GET, HEAD and OPTIONS reach AWS until a rules file allows more (examples/rules/aws.yaml)")
+    warning = ("AWS profiles are set up, but no rule re-signs POST to AWS (sts.amazonaws.com): the "
+               "proxy refuses requests made with the dummy keys under the read-only catch-all, so "
+               "add a rules file naming the AWS hosts the agent needs (examples/rules/aws.yaml)")
     assert warning in r.stderr
     # the example the warning names is a valid rules file that silences it
     _, _, r = dry(env, "-a", "dev", "--rules", str(ROOT / "examples" / "rules" / "aws.yaml"))
     assert r.returncode == 0, r.stderr
-    assert "no rule allows POST to AWS" not in r.stderr
+    assert "no rule re-signs POST to AWS" not in r.stderr
+    # a rule that takes POST but cannot re-sign (hosts '.*') does not silence it
+    catch_all = env.tmp / "any-post.yaml"
+    catch_all.write_text("rules:\n  - name: any-post\n    hosts: ['.*']\n    methods: [POST]\n")
+    _, _, r = dry(env, "-a", "dev", "--rules", str(catch_all))
+    assert "no rule re-signs POST to AWS" in r.stderr
     _, _, r = dry(env)
     assert "AWS profiles" not in r.stderr
 
