@@ -804,6 +804,12 @@ static void test_files(void **state)
 		if (up_ruleset_load_file(rs, UP_LAYER_USER, path, NULL, p) != 0)
 			fail_msg("%s: %s", path, json_string_value(json_array_get(p, 0)));
 		assert_true(up_ruleset_count(rs) > 0);
+		/* the AWS examples name AWS hosts: the proxy re-signs under them */
+		for (size_t j = 0; j < up_ruleset_count(rs); j++)
+			assert_int_equal(up_rule_aws_sign(up_ruleset_get(rs, j)),
+					 !strcmp(examples[i], "ecr") ||
+						 !strcmp(examples[i], "codeartifact") ||
+						 !strcmp(examples[i], "aws"));
 		json_decref(p);
 		up_ruleset_free(rs);
 	}

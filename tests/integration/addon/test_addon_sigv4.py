@@ -388,3 +388,30 @@ def test_rule_naming_host_and_action_resigns(proxy):
                                     "/?Action=AssumeRole&RoleArn=x&RoleSessionName=y",
                                     dummy_headers(AWS_DUMMY_TOKEN, "sts"), rules=rules)
     _refused(res, got, audit, "AssumeRole hands out AWS credentials")
+
+
+@pytest.mark.parametrize("example,path,placeholder", [
+    ("ecr.yaml", "/v2/team/app/manifests/latest", "Basic QVdTOnBsYWNlaG9sZGVy"),
+    ("codeartifact.yaml", "/pypi/repo/simple/requests/", "Bearer placeholder"),
+])
+def test_shipped_token_examples_still_inject(proxy, example, path, placeholder):
+    """examples/rules/ecr.yaml and codeartifact.yaml, as uplinkd renders them (their hosts
+    name AWS, so they carry aws_sign): docker's and pip's requests get the token injected,
+    and the placeholder the agent sent is gone."""
+    import yaml
+    from addon_support import ROOT
+    [raw] = yaml.safe_load((ROOT / "examples" / "rules" / example).read_text())["rules"]
+    assert all(h.endswith("\\.amazonaws\\.com") and "|" not in h for h in raw["hosts"])
+    token = f"Bearer uplink-sentinel-{example}"
+    rule = {"name": raw["name"], "layer": "user", "source": f"examples/rules/{example}:2",
+            "hosts": raw["hosts"], "methods": raw["methods"], "aws_sign": True,
+            "inject": {"headers": {"Authorization": token}}}
+    if "paths" in raw:
+        rule["paths"] = raw["paths"]
+    host = raw["hosts"][0].replace("\\.", ".")
+    res, got, audit = through_proxy(proxy, "GET", host, path, [("Authorization", placeholder)],
+                                    rules=[rule, GENERIC])
+    assert res.status == 200 and len(got) == 1
+    assert [v for k, v in got[0]["headers"] if k.lower() == "authorization"] == [token]
+    assert [(a["decision"], a["rule"], a["injected"]) for a in audit] == [
+        ("allow", raw["name"], ["Authorization"])]
