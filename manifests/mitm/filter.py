@@ -490,6 +490,17 @@ def aws_actions(method, host, path, headers, body):
     return found
 
 
+def _bodies(req):
+    """The body as sent and, when it has a Content-Encoding mitmproxy can undo, decoded too
+    (an origin that decompresses must not read an action the check did not see)."""
+    raw = req.raw_content or b""
+    try:
+        decoded = req.get_content(strict=False) or b""
+    except Exception:  # noqa: BLE001 - undecodable: the raw bytes are all there is
+        decoded = raw
+    return raw if decoded == raw else raw + b"&" + decoded
+
+
 def _query_keys(query):
     return [unquote_plus(p.partition("=")[0]) for p in query.split("&") if p]
 
@@ -995,9 +1006,9 @@ class UplinkFilter:
 
     def _sign(self, flow, plan):
         req = flow.request
+        body = None if plan["s3"] else _bodies(req)
         action = aws_credential_action(raw_method(req), normalize_host(req.host), req.path,
-                                       req.headers, None if plan["s3"] else req.raw_content,
-                                       frozenset(plan.get("allowed", ())))
+                                       req.headers, body, frozenset(plan.get("allowed", ())))
         if action is not None:
             meta = flow.metadata.get(META, {})
             self._refuse_resign(flow, {"name": meta.get("rule"), "layer": meta.get("layer")}, (

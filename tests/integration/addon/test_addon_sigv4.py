@@ -415,3 +415,16 @@ def test_shipped_token_examples_still_inject(proxy, example, path, placeholder):
     assert [v for k, v in got[0]["headers"] if k.lower() == "authorization"] == [token]
     assert [(a["decision"], a["rule"], a["injected"]) for a in audit] == [
         ("allow", raw["name"], ["Authorization"])]
+
+
+def test_compressed_form_body_is_read(proxy):
+    """An action hidden in a gzip-compressed form body (an origin may decompress it) is seen."""
+    import gzip
+    since = _upstream_count(proxy)
+    body = gzip.compress(b"Action=GetSessionToken&Version=2011-06-15")
+    res, got, audit = through_proxy(proxy, "POST", "sts.amazonaws.com", "/",
+                                    dummy_headers(AWS_DUMMY_TOKEN, "sts") + FORM
+                                    + [("Content-Encoding", "gzip")], body,
+                                    rules=[STS_RULE, GENERIC])
+    _refused(res, got, audit, "GetSessionToken hands out AWS credentials")
+    _no_real_credential_upstream(proxy, since)
