@@ -10,6 +10,7 @@ mitmproxy, as the tests and the benchmark do.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import hashlib
 import hmac
@@ -17,6 +18,7 @@ import ipaddress
 import json
 import os
 import re
+import socket
 import string
 import sys
 import tempfile
@@ -615,13 +617,14 @@ def sigv4_sign(method, path, headers, *, host, service, region, access_key, secr
 
 def oplog(level, msg):
     """Operational message (never a secret) on stderr; audit lines go to stdout."""
+    msg = msg.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a name holds
     sys.stderr.write(f"uplink: {level}: {msg}\n")
     sys.stderr.flush()
 
 
 class AuditLog:
     FIELDS = ("decision", "rule", "layer", "method", "scheme", "host", "port", "path",
-              "status", "injected", "bytes_in", "bytes_out")
+              "status", "injected", "bytes_in", "bytes_out", "reason")
 
     def __init__(self, stream=None):
         self.stream = stream
@@ -729,11 +732,89 @@ def raw_method(req):
     return m.decode("utf-8", "surrogateescape") if isinstance(m, bytes) else m
 
 
+def _is_name(host):
+    try:
+        ipaddress.ip_address(normalize_host(host))
+    except ValueError:
+        return True
+    return False
+
+
 def _host_of_authority(value):
     value = value.strip()
     if value.startswith("["):
         return normalize_host(value[: value.find("]") + 1])
     return normalize_host(value.rsplit(":", 1)[0] if value.count(":") == 1 else value)
+
+
+# --------------------------------------------------------------------------- addresses
+
+# Special-purpose addresses (IANA's IPv4 and IPv6 special-purpose registries, plus the
+# clouds' metadata services) the proxy never connects to unless a rule names the IP:
+# the address checked is the one the connection goes to, after the name was resolved.
+# Private ranges (RFC 1918, unique-local fc00::/7, shared 100.64.0.0/10) stay open: users
+# allow private API servers and corporate hosts. manifests/netpol-mitm.yaml excludes the
+# same ranges (but NAT64's 64:ff9b::/96, checked here by its embedded IPv4 address).
+SPECIAL_NETS = tuple((ipaddress.ip_network(net), what) for net, what in (
+    ("0.0.0.0/8", "this-network"), ("127.0.0.0/8", "loopback"),
+    ("169.254.0.0/16", "link-local (cloud metadata)"),
+    ("100.100.100.200/32", "cloud metadata (Alibaba)"),
+    ("192.0.0.0/24", "IETF protocol assignments"), ("192.0.2.0/24", "documentation"),
+    ("198.51.100.0/24", "documentation"), ("203.0.113.0/24", "documentation"),
+    ("192.88.99.0/24", "6to4 relay anycast"), ("198.18.0.0/15", "benchmarking"),
+    ("224.0.0.0/4", "multicast"), ("240.0.0.0/4", "reserved"),
+    ("::/128", "unspecified"), ("::1/128", "loopback"), ("100::/64", "discard-only"),
+    ("2001:db8::/32", "documentation"), ("3fff::/20", "documentation"),
+    ("fe80::/10", "link-local"), ("fec0::/10", "site-local"), ("ff00::/8", "multicast"),
+    ("fd00:ec2::254/128", "cloud metadata (AWS)")))
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def special_purpose(ip, extra=()):
+    """What kind of special-purpose address ``ip`` is (a string), or None. IPv4 addresses
+    carried in IPv6 (mapped, NAT64, 6to4) are judged by the IPv4 address."""
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip in _NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip.sixtofour is not None:
+            ip = ip.sixtofour
+    for net, what in SPECIAL_NETS:
+        if ip.version == net.version and ip in net:
+            return what
+    for net in extra:
+        if ip.version == net.version and ip in net:
+            return "in uplink_refuse_cidrs (the cluster's own range)"
+    return None
+
+
+def named_ips(rules):
+    """IP addresses a rule names: hosts written as a literal IP, l4_forward CIDRs."""
+    named = getattr(rules, "_uplink_named_ips", None)
+    if named is None:
+        ips, nets = set(), []
+        for r in rules.rules:
+            for pattern in r.host_patterns:
+                try:
+                    ips.add(ipaddress.ip_address(normalize_host(_literal(pattern) or "")))
+                except ValueError:
+                    pass
+            nets.extend(r.cidrs)
+        named = rules._uplink_named_ips = (frozenset(ips), tuple(nets))
+    return named
+
+
+def refusal_of_address(rules, ip, extra=()):
+    """Why the proxy must not connect to ``ip`` (a string), or None."""
+    what = special_purpose(ip, extra)
+    if what is None:
+        return None
+    ips, nets = named_ips(rules)
+    if ip in ips or any(ip.version == n.version and ip in n for n in nets):
+        return None
+    return (f"uplink refuses to connect to {ip}, a {what} address; a rule must name "
+            f"that IP to reach it")
 
 
 # --------------------------------------------------------------------------- addon
@@ -746,6 +827,7 @@ class UplinkFilter:
         self.reload_s = DEFAULT_RELOAD_MS / 1000.0
         self.pending_l4 = {}   # client connection id -> {(host, port): rule}
         self.ca_bundle = None  # the combined upstream bundle we wrote
+        self.refuse_cidrs = ()  # uplink_refuse_cidrs
 
     @property
     def rules(self):
@@ -763,6 +845,9 @@ class UplinkFilter:
         loader.add_option("uplink_extra_ca", str, "",
                           "PEM bundle of extra upstream CAs, trusted in addition to the "
                           "public roots (sets ssl_verify_upstream_trusted_ca).")
+        loader.add_option("uplink_refuse_cidrs", str, "",
+                          "Comma-separated CIDRs (e.g. the cluster's service range) the proxy "
+                          "never connects to unless a rule names the IP.")
 
     def configure(self, updated):
         opts = ctx.options
@@ -779,12 +864,31 @@ class UplinkFilter:
             # matched; with rawtcp off mitmproxy parses them as HTTP and rejects them.
             opts.update(rawtcp=False)
             oplog("info", "rawtcp turned off: only l4_forward rules relay raw TCP")
+        self._configure_connections(opts, updated)
         if "uplink_extra_ca" in updated and opts.uplink_extra_ca:
             self._combine_upstream_ca(opts.uplink_extra_ca)
         elif ("ssl_verify_upstream_trusted_ca" in updated and opts.ssl_verify_upstream_trusted_ca
               and opts.ssl_verify_upstream_trusted_ca != self.ca_bundle):
             oplog("warn", "ssl_verify_upstream_trusted_ca replaces the public roots; "
                           "use uplink_extra_ca to add CAs to them")
+
+    # Options the decisions depend on, held whatever the command line says: connections
+    # upstream open only once the addon has decided (lazy), and mitmproxy's onboarding
+    # app (http://mitm.it/) never answers.
+    _FORCED = (("connection_strategy", "lazy"), ("onboarding", False))
+
+    def _configure_connections(self, opts, updated):
+        for name, value in self._FORCED:
+            if name in updated and getattr(opts, name, value) != value:
+                opts.update(**{name: value})
+                oplog("info", f"{name} set to {value}: uplink decides before connecting")
+        if "uplink_refuse_cidrs" in updated:
+            try:
+                self.refuse_cidrs = tuple(ipaddress.ip_network(c.strip(), strict=False)
+                                          for c in opts.uplink_refuse_cidrs.split(",")
+                                          if c.strip())
+            except ValueError as e:
+                raise exceptions.OptionsError(f"uplink_refuse_cidrs: {e}") from None
 
     def _set_source(self, watched, path):
         res = watched.set_path(path)
@@ -872,6 +976,7 @@ class UplinkFilter:
                           "layer")
             return
         nextlayer.layer = mlayers.TCPLayer(context, ignore=True)  # records nothing
+        context.server.uplink_l4 = True  # server_connect logs a refusal (no flow does)
         self._emit("l4", rule, "CONNECT", None, host, port, None, 200)
 
     def client_disconnected(self, client):
@@ -891,6 +996,54 @@ class UplinkFilter:
     def tcp_message(self, flow):
         if flow.metadata.get(META, {}).get("blocked") and flow.messages:
             flow.messages[-1].content = b""
+
+    # -- upstream connections
+
+    def tls_clienthello(self, data):
+        # The agent's TLS ends here; the upstream one starts only when a request is allowed
+        # (mitmproxy would otherwise connect first to copy the upstream's certificate).
+        data.establish_server_tls_first = False
+
+    async def server_connect(self, data):
+        """Resolve the name here and connect to a checked address (no DNS rebinding to
+        loopback, link-local, metadata...): the connection is pinned to that address until
+        it is open, then given its name back (connection reuse matches by name)."""
+        server = data.server
+        if not server.address or getattr(server, "via", None) is not None:
+            return
+        host, port = server.address[0], server.address[1]
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                normalize_host(host), port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as e:
+            server.error = f"uplink cannot resolve {normalize_host(host)}: {e}"
+            self._refused_connection(server, host, port)
+            return
+        reasons = []
+        for info in infos:
+            ip = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+            why = refusal_of_address(self.rules, ip, self.refuse_cidrs)
+            if why is None:
+                server.uplink_asked = (host, port)
+                server.address = (str(ip), port)
+                if server.tls and not server.sni and _is_name(host):
+                    server.sni = normalize_host(host)
+                return
+            reasons.append(why)
+        server.error = reasons[0] if reasons else f"uplink: {host} has no address"
+        self._refused_connection(server, host, port)
+
+    def _refused_connection(self, server, host, port):
+        if getattr(server, "uplink_l4", False):  # a relay has no flow to log the failure on
+            self._emit("deny", None, "CONNECT", None, normalize_host(host), port, None, 502,
+                       server.error)
+
+    def server_connected(self, data):
+        addr = getattr(data.server, "uplink_asked", None)
+        if addr is not None:
+            # Only the name comes back (the socket is connected to the checked address);
+            # Server.__setattr__ refuses any change of address on an open connection.
+            object.__setattr__(data.server, "address", addr)
 
     # -- HTTP
 
@@ -1062,11 +1215,14 @@ class UplinkFilter:
             return
         meta["logged"] = True
         req, resp = flow.request, flow.response
+        # No response: the upstream could not be reached (or was refused, or the agent went
+        # away); the agent got mitmproxy's 502, and the line says why.
+        reason = str(flow.error.msg) if resp is None and flow.error else None
+        status = resp.status_code if resp else (502 if reason else None)
         if meta.get("l4"):  # a CONNECT for an L4 rule: logged here only if it failed
-            status = resp.status_code if resp else None
             if status is None or not 200 <= status < 300:
                 self._emit("l4", meta["l4"], "CONNECT", None, normalize_host(req.host),
-                           req.port, None, status)
+                           req.port, None, status, reason)
             return
         out = req.stream.n if isinstance(req.stream, _Counter) else len(req.raw_content or b"")
         if resp is None:
@@ -1075,10 +1231,13 @@ class UplinkFilter:
             n_in = resp.stream.n
         else:
             n_in = len(resp.raw_content or b"")
-        self.audit.emit(decision=meta["decision"], rule=meta.get("rule"), layer=meta.get("layer"),
+        decision = meta["decision"]
+        if reason and "uplink refuses to connect" in reason:
+            decision = "deny"  # a special-purpose address no rule names
+        self.audit.emit(decision=decision, rule=meta.get("rule"), layer=meta.get("layer"),
                         method=raw_method(req), scheme=req.scheme, host=normalize_host(req.host),
-                        port=req.port, path=req.path, status=resp.status_code if resp else None,
-                        injected=meta["injected"], bytes_in=n_in, bytes_out=out)
+                        port=req.port, path=req.path, status=status,
+                        injected=meta["injected"], bytes_in=n_in, bytes_out=out, reason=reason)
 
     def _emit(self, decision, rule, method, scheme, host, port, path, status, reason=None):
         """An audit line for a decision that moves no body (rule: Rule, dict or None)."""

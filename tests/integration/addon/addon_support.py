@@ -353,6 +353,27 @@ class Echo:
 
 # --------------------------------------------------------------------------- mitmdump
 
+MITM_POD = ROOT / "manifests" / "mitm-pod.yaml"
+# Options of the mitm pod that name its files: the tests set their own.
+_POD_PATHS = ("confdir", "uplink_rules")
+
+
+def pod_sets(quiet=False):
+    """The ``--set`` options of the mitm pod (manifests/mitm-pod.yaml), so the tests run
+    mitmdump as the pod does; its log verbosity only with ``quiet`` (some tests read
+    mitmproxy's own info lines)."""
+    import yaml
+    with open(MITM_POD, encoding="utf-8") as f:
+        args = yaml.safe_load(f)["spec"]["containers"][0]["args"]
+    out = []
+    for flag, value in zip(args, args[1:]):
+        name = value.split("=", 1)[0]
+        if flag != "--set" or name in _POD_PATHS or (name == "termlog_verbosity" and not quiet):
+            continue
+        out.append(value)
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -363,8 +384,9 @@ class Mitm:
     """mitmdump with the real addon (unless ``addon`` is false) and, unless ``redirect``
     is None, the test-only redirect addon; stdout and stderr are kept in files."""
 
-    def __init__(self, workdir, pki, sets=(), redirect=None, name="mitm", addon=True):
-        self.addon = addon
+    def __init__(self, workdir, pki, sets=(), redirect=None, name="mitm", addon=True,
+                 quiet=False):
+        self.addon, self.quiet = addon, quiet
         self.dir = Path(workdir) / name
         self.dir.mkdir(parents=True, exist_ok=True)
         self.pki, self.sets, self.redirect = pki, list(sets), redirect
@@ -377,6 +399,8 @@ class Mitm:
         self.port = free_port()
         cmd = ["/usr/bin/mitmdump", "--listen-host", "127.0.0.1", "--listen-port", str(self.port),
                "--set", f"confdir={self.pki.confdir}"] + (["-s", str(FILTER)] if self.addon else [])
+        for s in pod_sets(self.quiet):
+            cmd += ["--set", s]
         if self.redirect is not None:
             cmd += ["-s", str(REDIRECT), "--set", f"uplinktest_redirect={self.redirect}",
                     "--set", f"uplinktest_connect_log={self.connect_log}"]
@@ -565,7 +589,7 @@ class Proxy:
     """A running mitmdump plus the files it reads."""
 
     def __init__(self, workdir, pki, echo, name, sets=(), redirect=True, reload_ms=0,
-                 dead=()):
+                 dead=(), resolve=(), quiet=False):
         self.pki, self.echo = pki, echo
         d = Path(workdir) / name
         d.mkdir(parents=True, exist_ok=True)
@@ -574,9 +598,10 @@ class Proxy:
         write_atomic(self.creds_path, json.dumps(AWS_CREDS))
         self.lock = threading.Lock()
         target = ",".join([f"127.0.0.1:{echo.port}"] + [f"{d}=127.0.0.1:1" for d in dead])
+        fake_dns = [f"uplinktest_resolve={','.join(resolve)}"] if resolve else []
         self.mitm = Mitm(workdir, pki, name=name, redirect=target if redirect else "", sets=[
             f"uplink_rules={self.rules_path}", f"uplink_aws_creds={self.creds_path}",
-            f"uplink_reload_ms={reload_ms}", *sets]).start()
+            f"uplink_reload_ms={reload_ms}", *fake_dns, *sets], quiet=quiet).start()
 
     @property
     def port(self):

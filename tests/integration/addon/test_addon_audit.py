@@ -9,7 +9,7 @@ import pytest
 from addon_support import AWS_CREDS, AWS_DUMMY_TOKEN, SENTINEL, Proxy, send, write_atomic
 
 FIELDS = ["uplink", "ts", "decision", "rule", "layer", "method", "scheme", "host", "port",
-          "path", "status", "injected", "bytes_in", "bytes_out"]
+          "path", "status", "injected", "bytes_in", "bytes_out", "reason"]
 TOKEN = f"Bearer {SENTINEL}-audit-token"
 RULES = [
     {"name": "api", "layer": "auth", "source": "agent:claude", "hosts": ["api\\.uplink\\.test"],
@@ -57,8 +57,8 @@ def test_one_parseable_line_per_request_and_no_secrets(audited):
                headers=sigv4, want=("resign", "aws", [], 200)).status == 200
     assert req("https", "tcp.uplink.test", 443, "GET", "/", trust=p.pki.upstream_ca,
                want=("l4", "tcp", [], 200)).status == 200
-    # an upstream that refuses the connection: still one line, status null (no answer)
-    assert req("http", "dead.uplink.test", 80, "GET", "/", want=("allow", "ro", [], None)
+    # an upstream that refuses the connection: still one line, the agent's 502 and why
+    assert req("http", "dead.uplink.test", 80, "GET", "/", want=("allow", "ro", [], 502)
                ).status == 502
 
     # a reload failure must not print the secret of the broken file either
@@ -82,6 +82,7 @@ def test_one_parseable_line_per_request_and_no_secrets(audited):
     assert by["resign"]["bytes_out"] == len(b"Action=GetCallerIdentity")
     assert lines[0]["path"] == "/v1/messages?x=1" and lines[0]["bytes_out"] == 2
     assert lines[0]["layer"] == "auth"
+    assert lines[7]["reason"] and all(a["reason"] is None for a in lines[:7])
 
     stdout, stderr = p.mitm.stdout.read_text(), p.mitm.stderr.read_text()
     everything = stdout + stderr
