@@ -873,9 +873,11 @@ class UplinkFilter:
                           "use uplink_extra_ca to add CAs to them")
 
     # Options the decisions depend on, held whatever the command line says: connections
-    # upstream open only once the addon has decided (lazy), and mitmproxy's onboarding
+    # upstream open only once the addon has decided (lazy; mitmproxy 8 also connects first
+    # to copy the upstream's certificate unless upstream_cert is off: the agent's TLS is
+    # answered with a certificate for the name it asked for), and mitmproxy's onboarding
     # app (http://mitm.it/) never answers.
-    _FORCED = (("connection_strategy", "lazy"), ("onboarding", False))
+    _FORCED = (("connection_strategy", "lazy"), ("upstream_cert", False), ("onboarding", False))
 
     def _configure_connections(self, opts, updated):
         for name, value in self._FORCED:
@@ -998,11 +1000,6 @@ class UplinkFilter:
             flow.messages[-1].content = b""
 
     # -- upstream connections
-
-    def tls_clienthello(self, data):
-        # The agent's TLS ends here; the upstream one starts only when a request is allowed
-        # (mitmproxy would otherwise connect first to copy the upstream's certificate).
-        data.establish_server_tls_first = False
 
     async def server_connect(self, data):
         """Resolve the name here and connect to a checked address (no DNS rebinding to

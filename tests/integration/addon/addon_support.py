@@ -399,8 +399,10 @@ class Mitm:
         self.port = free_port()
         cmd = ["/usr/bin/mitmdump", "--listen-host", "127.0.0.1", "--listen-port", str(self.port),
                "--set", f"confdir={self.pki.confdir}"] + (["-s", str(FILTER)] if self.addon else [])
+        own = {s.split("=", 1)[0] for s in self.sets}  # mitmdump takes each option once
         for s in pod_sets(self.quiet):
-            cmd += ["--set", s]
+            if s.split("=", 1)[0] not in own:
+                cmd += ["--set", s]
         if self.redirect is not None:
             cmd += ["-s", str(REDIRECT), "--set", f"uplinktest_redirect={self.redirect}",
                     "--set", f"uplinktest_connect_log={self.connect_log}"]
@@ -586,10 +588,13 @@ def send(proxy_port, scheme, host, port, method, path, headers=(), body=b"", tru
 
 
 class Proxy:
-    """A running mitmdump plus the files it reads."""
+    """A running mitmdump plus the files it reads. ``dead``: names whose upstream refuses
+    connections; ``upstreams``: (name, port) pairs sent to another local port than the
+    echo server's; ``resolve``: ``NAME=IP[+IP]`` fake DNS answers (redirect_addon.py);
+    ``quiet``: mitmproxy's log verbosity as in the pod too."""
 
     def __init__(self, workdir, pki, echo, name, sets=(), redirect=True, reload_ms=0,
-                 dead=(), resolve=(), quiet=False):
+                 dead=(), resolve=(), quiet=False, upstreams=()):
         self.pki, self.echo = pki, echo
         d = Path(workdir) / name
         d.mkdir(parents=True, exist_ok=True)
@@ -597,7 +602,8 @@ class Proxy:
         self.set_rules([])
         write_atomic(self.creds_path, json.dumps(AWS_CREDS))
         self.lock = threading.Lock()
-        target = ",".join([f"127.0.0.1:{echo.port}"] + [f"{d}=127.0.0.1:1" for d in dead])
+        target = ",".join([f"127.0.0.1:{echo.port}"] + [f"{d}=127.0.0.1:1" for d in dead]
+                          + [f"{n}=127.0.0.1:{port}" for n, port in upstreams])
         fake_dns = [f"uplinktest_resolve={','.join(resolve)}"] if resolve else []
         self.mitm = Mitm(workdir, pki, name=name, redirect=target if redirect else "", sets=[
             f"uplink_rules={self.rules_path}", f"uplink_aws_creds={self.creds_path}",
