@@ -367,10 +367,20 @@ static int render_policies(struct render *c)
 	return r;
 }
 
+/* `--set NAME=VALUE`, in place of the template's own NAME if it has one: mitmdump refuses
+ * an option given twice. */
 static int set_option(json_t *args, const char *opt)
 {
-	int r = manifests_push(args, json_string("--set"));
+	size_t n = strcspn(opt, "=") + 1, i;
+	int r;
 
+	for (i = 0; i + 1 < json_array_size(args); i++) {
+		const char *flag = json_string_value(json_array_get(args, i));
+		const char *val = json_string_value(json_array_get(args, i + 1));
+		if (flag && val && !strcmp(flag, "--set") && !strncmp(val, opt, n))
+			return json_array_set_new(args, i + 1, json_string(opt)) < 0 ? -ENOMEM : 0;
+	}
+	r = manifests_push(args, json_string("--set"));
 	return r < 0 ? r : manifests_push(args, json_string(opt));
 }
 

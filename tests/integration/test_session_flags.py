@@ -753,11 +753,14 @@ def test_mitm_ca_cert_is_added_to_the_public_roots(env):
     assert names.index("Secret/upstream-ca") < names.index("NetworkPolicy/default-deny")
 
 
+QUIET = ["flow_detail=0", "termlog_verbosity=error"]  # the pod's own: no flow in the log
+
+
 @pytest.mark.parametrize("flag,options,warning", [
-    ([], [], None),
-    (["--mitm-insecure"], ["ssl_insecure=true"],
+    ([], QUIET, None),
+    (["--mitm-insecure"], QUIET + ["ssl_insecure=true"],
      "--mitm-insecure: the mitm does not verify upstream TLS certificates"),
-    (["--mitm-debug"], ["termlog_verbosity=debug", "flow_detail=3"],
+    (["--mitm-debug"], ["flow_detail=3", "termlog_verbosity=debug"],  # in place, once
      "--mitm-debug: the mitm logs request and response headers and bodies, including the "
      "credentials it injects; its log may hold secrets"),
 ])

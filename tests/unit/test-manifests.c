@@ -241,12 +241,9 @@ static const struct row posture[] = {
 	{"NetworkPolicy", "mitm-policy", "spec.egress[0].ports", ABSENT, NULL, 0},
 	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to", SIZE, NULL, 2},
 	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[0].ipBlock.cidr", STR, "0.0.0.0/0", 0},
-	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[0].ipBlock.except", SIZE, NULL, 1},
-	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[0].ipBlock.except[0]", STR,
-	 "169.254.0.0/16", 0},
+	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[0].ipBlock.except", SIZE, NULL, 12},
 	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[1].ipBlock.cidr", STR, "::/0", 0},
-	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[1].ipBlock.except[0]", STR, "fe80::/10",
-	 0},
+	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to[1].ipBlock.except", SIZE, NULL, 10},
 	/* the mitm pod: hardened */
 	{"Pod", "mitm", "spec.automountServiceAccountToken", FALSE_, NULL, 0},
 	{"Pod", "mitm", "spec.runtimeClassName", ABSENT, NULL, 0},
@@ -511,6 +508,82 @@ static bool has_arg(json_t *objs, const char *arg)
 			return i > 0 &&
 			       streq(json_string_value(json_array_get(args, i - 1)), "--set");
 	return false;
+}
+
+static bool in_list(json_t *list, const char *s)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach (list, i, v)
+		if (streq(json_string_value(v), s))
+			return true;
+	return false;
+}
+
+/* Metadata services and special-purpose ranges are out of the mitm's reach; private ones
+ * (API servers, corporate hosts) are not. */
+static void test_mitm_egress_excludes_special_ranges(void **state)
+{
+	static const char *const out4[] = {
+		"0.0.0.0/8",	  "127.0.0.0/8",  "169.254.0.0/16", "100.100.100.200/32",
+		"192.0.0.0/24",	  "192.0.2.0/24", "198.18.0.0/15",  "198.51.100.0/24",
+		"203.0.113.0/24", "224.0.0.0/4",  "240.0.0.0/4"};
+	static const char *const out6[] = {"::1/128",  "fe80::/10",	"fd00:ec2::254/128",
+					   "ff00::/8", "2001:db8::/32", "::ffff:0:0/96",
+					   "100::/64"};
+	static const char *const open[] = {"10.0.0.0/8",    "172.16.0.0/12", "192.168.0.0/16",
+					   "100.64.0.0/10", "fc00::/7",	     "fd00::/8",
+					   "64:ff9b::/96"};
+	struct up_session_spec s = base_spec();
+	json_t *objs = render(&s), *np = find(objs, "NetworkPolicy", "mitm-policy");
+	json_t *v4 = at(np, "spec.egress[0].to[0].ipBlock.except");
+	json_t *v6 = at(np, "spec.egress[0].to[1].ipBlock.except");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(out4) / sizeof(out4[0]); i++)
+		assert_true(in_list(v4, out4[i]));
+	for (size_t i = 0; i < sizeof(out6) / sizeof(out6[0]); i++)
+		assert_true(in_list(v6, out6[i]));
+	for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++)
+		assert_false(in_list(v4, open[i]) || in_list(v6, open[i]));
+	json_decref(objs);
+}
+
+static size_t count_prefix(json_t *objs, const char *prefix)
+{
+	json_t *args = at(find(objs, "Pod", "mitm"), "spec.containers[name=mitm].args"), *v;
+	size_t i, n = 0;
+
+	json_array_foreach (args, i, v)
+		n += strncmp(json_string_value(v), prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* The mitm decides before connecting, serves no onboarding app and prints no flow (the
+ * audit lines share its log); --mitm-debug replaces those values, never repeats them
+ * (mitmdump refuses an option given twice). */
+static void test_mitm_quiet_and_lazy(void **state)
+{
+	struct up_session_spec s = base_spec();
+	struct up_session_extras *x = extras_new();
+	json_t *objs = render(&s);
+
+	(void)state;
+	assert_true(has_arg(objs, "connection_strategy=lazy"));
+	assert_true(has_arg(objs, "upstream_cert=false"));
+	assert_true(has_arg(objs, "onboarding=false"));
+	assert_true(has_arg(objs, "flow_detail=0"));
+	assert_true(has_arg(objs, "termlog_verbosity=error"));
+	json_decref(objs);
+	x->mitm_debug = true;
+	s.extras = x;
+	objs = render(&s);
+	assert_true(has_arg(objs, "flow_detail=3") && has_arg(objs, "termlog_verbosity=debug"));
+	assert_int_equal(count_prefix(objs, "flow_detail="), 1);
+	assert_int_equal(count_prefix(objs, "termlog_verbosity="), 1);
+	json_decref(objs);
+	extras_done(x);
 }
 
 static void test_extras_table(void **state)
@@ -1224,6 +1297,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_posture_table),
 		cmocka_unit_test(test_extras_table),
+		cmocka_unit_test(test_mitm_egress_excludes_special_ranges),
+		cmocka_unit_test(test_mitm_quiet_and_lazy),
 		cmocka_unit_test(test_order_labels_and_pods),
 		cmocka_unit_test(test_ca_key_only_in_mitm_secret),
 		cmocka_unit_test(test_sentinels_only_in_rules_secret),
