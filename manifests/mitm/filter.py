@@ -622,6 +622,47 @@ def oplog(level, msg):
     sys.stderr.flush()
 
 
+class _LineGuard:
+    """Wraps a text stream's ``write`` so that nothing written through it starts a line
+    with ``{`` (a space is put before it): in the container log, which the daemon reads,
+    a line starting with ``{`` can then only be an audit line, written with ``raw``.
+    mitmproxy prints agent-controlled text (a WebSocket close reason, bodies with
+    --mitm-debug) as sent, line breaks and all; it writes through ``sys.stdout`` and
+    ``sys.stderr`` (8.1 and 12 alike), so that text can no longer pass for an audit line.
+    Installed once per process (a reloaded script finds it in place)."""
+
+    def __init__(self, stream):
+        self.raw, self.bol = stream.write, True  # at the beginning of a line
+
+    def write(self, text):
+        if text:
+            guarded = text.replace("\n{", "\n {")
+            if self.bol and guarded.startswith("{"):
+                guarded = " " + guarded
+            self.bol = text.endswith("\n")
+            self.raw(guarded)
+        return len(text)
+
+    def write_line(self, line):
+        """A whole line of the addon's own, at the beginning of a line."""
+        self.raw(line if self.bol else "\n" + line)
+        self.bol = True
+
+    @staticmethod
+    def install(stream):
+        guard = getattr(stream, "uplink_guard", None)
+        if guard is None:
+            guard = _LineGuard(stream)
+            stream.write = guard.write
+            stream.uplink_guard = guard
+        return guard
+
+
+def guard_output():
+    """Puts the line guard on stdout and stderr (in mitmdump, from the addon's load)."""
+    return _LineGuard.install(sys.stdout), _LineGuard.install(sys.stderr)
+
+
 class AuditLog:
     FIELDS = ("decision", "rule", "layer", "method", "scheme", "host", "port", "path",
               "status", "injected", "bytes_in", "bytes_out", "reason")
@@ -639,7 +680,12 @@ class AuditLog:
         if fields.get("reason"):  # why a request was refused, when a rule matched it
             rec["reason"] = fields["reason"]
         out = self.stream or sys.stdout
-        out.write(json.dumps(rec, separators=(",", ":"), ensure_ascii=True) + "\n")
+        line = json.dumps(rec, separators=(",", ":"), ensure_ascii=True) + "\n"
+        guard = getattr(out, "uplink_guard", None)
+        if guard is not None:
+            guard.write_line(line)
+        else:
+            out.write(line)
         out.flush()
 
 
@@ -836,6 +882,7 @@ class UplinkFilter:
     # -- options
 
     def load(self, loader):
+        guard_output()
         loader.add_option("uplink_rules", str, "", "Path of the uplink rules JSON (version 1).")
         loader.add_option("uplink_aws_creds", str, "",
                           "Path of the AWS credentials map (dummy key id -> real keys).")
