@@ -1055,6 +1055,13 @@ class UplinkFilter:
         server = data.server
         if not server.address or getattr(server, "via", None) is not None:
             return
+        try:
+            await self._pin_address(server)
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, do not connect
+            server.error = f"uplink could not check the address: {type(e).__name__}"
+            oplog("error", f"server_connect: {type(e).__name__}: {e}")
+
+    async def _pin_address(self, server):
         host, port = server.address[0], server.address[1]
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(
@@ -1275,13 +1282,13 @@ class UplinkFilter:
             n_in = resp.stream.n
         else:
             n_in = len(resp.raw_content or b"")
-        decision = meta["decision"]
+        decision, injected = meta["decision"], meta["injected"]
         if reason and "uplink refuses to connect" in reason:
-            decision = "deny"  # a special-purpose address no rule names
+            decision, injected = "deny", []  # a special-purpose address no rule names
         self.audit.emit(decision=decision, rule=meta.get("rule"), layer=meta.get("layer"),
                         method=raw_method(req), scheme=req.scheme, host=normalize_host(req.host),
                         port=req.port, path=req.path, status=status,
-                        injected=meta["injected"], bytes_in=n_in, bytes_out=out, reason=reason)
+                        injected=injected, bytes_in=n_in, bytes_out=out, reason=reason)
 
     def _emit(self, decision, rule, method, scheme, host, port, path, status, reason=None):
         """An audit line for a decision that moves no body (rule: Rule, dict or None)."""
