@@ -1063,16 +1063,24 @@ class UplinkFilter:
 
     async def _pin_address(self, server):
         host, port = server.address[0], server.address[1]
+        if not _is_name(host):
+            self._pin_to(server, host, port, [ipaddress.ip_address(normalize_host(host))])
+            return
         try:
+            # Only families the pod has an address of (the connection goes to one address,
+            # with no fallback to the next): in the resolver's order (RFC 6724).
             infos = await asyncio.get_running_loop().getaddrinfo(
-                normalize_host(host), port, type=socket.SOCK_STREAM)
+                normalize_host(host), port, type=socket.SOCK_STREAM, flags=socket.AI_ADDRCONFIG)
         except (OSError, UnicodeError) as e:
             server.error = f"uplink cannot resolve {normalize_host(host)}: {e}"
             self._refused_connection(server, host, port)
             return
+        self._pin_to(server, host, port,
+                     [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos])
+
+    def _pin_to(self, server, host, port, ips):
         reasons = []
-        for info in infos:
-            ip = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        for ip in ips:
             why = refusal_of_address(self.rules, ip, self.refuse_cidrs)
             if why is None:
                 server.uplink_asked = (host, port)

@@ -77,8 +77,11 @@ def test_plain_http_to_a_metadata_name_is_not_reached(conn):
                                 "100.100.100.200"])
 def test_special_ip_literal_under_the_catch_all_is_not_reached(conn, ip):
     conn.set_rules([CATCH_ALL])
+    before = len(conn.mitm.audit())
     res = send(conn.port, "https", ip, 443, "GET", "/", trust=conn.pki.mitm_ca)
     assert res.status == 502 and _connected_to(conn, ip) == [], res
+    (line,) = _new_audit(conn, before)
+    assert line["decision"] == "deny" and f"refuses to connect to {ip}," in line["reason"]
 
 
 def test_a_rule_naming_the_ip_reaches_it(conn):
