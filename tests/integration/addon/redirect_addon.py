@@ -13,10 +13,10 @@ It also stands in for DNS: ``socket.getaddrinfo`` (which the uplink addon's look
 uses, through the event loop) answers a name with the addresses given in
 ``uplinktest_resolve`` (``NAME=IP[+IP...],...``) or, for any other name, with an address
 of its own from 10.77.0.0/16 (one per name, private, so the uplink addon lets it
-through) -- only with a default target in ``uplinktest_redirect``, so that no connection
-ever goes to a made-up address. The connect log and the per-name overrides name the host whatever address
-the uplink addon connected to, so ``NAME=127.0.0.1`` tests what a name resolving to
-loopback gets. Never used in production.
+through) -- only with a default target in ``uplinktest_redirect``, so that no
+connection ever goes to a made-up address. The connect log and the per-name overrides
+name the host whatever address the uplink addon connected to, so ``NAME=127.0.0.1``
+tests what a name resolving to loopback gets. Never used in production.
 """
 
 import asyncio
