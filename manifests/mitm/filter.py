@@ -1025,7 +1025,8 @@ class UplinkFilter:
                           "layer")
             return
         nextlayer.layer = mlayers.TCPLayer(context, ignore=True)  # records nothing
-        context.server.uplink_l4 = True  # server_connect logs a refusal (no flow does)
+        # server_connect logs a refusal, server_connect_error a failure (no flow does)
+        context.server.uplink_l4 = {"name": rule.name, "layer": rule.layer}
         self._emit("l4", rule, "CONNECT", None, host, port, None, 200)
 
     def client_disconnected(self, client):
@@ -1094,8 +1095,19 @@ class UplinkFilter:
 
     def _refused_connection(self, server, host, port):
         if getattr(server, "uplink_l4", False):  # a relay has no flow to log the failure on
+            server.uplink_logged = True
             self._emit("deny", None, "CONNECT", None, normalize_host(host), port, None, 502,
                        server.error)
+
+    def server_connect_error(self, data):
+        """An l4_forward relay's upstream did not answer (mitmproxy 10 and later call this;
+        8.1 does not, see README.md "Known limits")."""
+        server = data.server
+        if getattr(server, "uplink_l4", False) and not getattr(server, "uplink_logged", False):
+            server.uplink_logged = True
+            host, port = getattr(server, "uplink_asked", None) or server.address
+            self._emit("l4", server.uplink_l4, "CONNECT", None, normalize_host(host), port,
+                       None, 502, str(server.error))
 
     def server_connected(self, data):
         addr = getattr(data.server, "uplink_asked", None)

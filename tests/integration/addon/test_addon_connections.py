@@ -217,3 +217,26 @@ def test_mitm_it_is_not_answered_by_mitmproxy(conn, scheme):
     assert b"BEGIN CERTIFICATE" not in res.body and b"mitmproxy" not in res.body.lower()
     assert res.status == 200 and json.loads(res.body)["path"] == "/cert/pem"
     assert len(conn.echo.find(tid)) == 1  # it went upstream like any host
+
+
+def test_l4_upstream_failure_is_logged_where_mitmproxy_says_so():
+    """mitmproxy 10 and later call server_connect_error (8.1 does not: this runs the hook as
+    12 would) for a relay whose upstream did not answer: one line, status 502 and why."""
+    import io
+    from types import SimpleNamespace
+
+    from addon_support import load_filter
+    f = load_filter()
+    buf = io.StringIO()
+    addon = f.UplinkFilter(audit=f.AuditLog(buf))
+    server = SimpleNamespace(address=("10.9.9.9", 5432), error="Connect call failed",
+                             uplink_l4={"name": "db", "layer": "user"},
+                             uplink_asked=("db.uplink.test", 5432))
+    addon.server_connect_error(SimpleNamespace(server=server))
+    addon.server_connect_error(SimpleNamespace(server=server))  # once only
+    addon.server_connect_error(SimpleNamespace(server=SimpleNamespace(
+        address=("h", 443), error="x")))  # not a relay: its flow has the line
+    (line,) = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert (line["decision"], line["rule"], line["host"], line["port"], line["status"]) == \
+        ("l4", "db", "db.uplink.test", 5432, 502)
+    assert line["reason"] == "Connect call failed"
