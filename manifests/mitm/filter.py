@@ -1302,10 +1302,12 @@ class UplinkFilter:
             n_in = resp.stream.n
         else:
             n_in = len(resp.raw_content or b"")
-        decision, injected = meta["decision"], meta["injected"]
+        decision, injected, rule, layer = (meta["decision"], meta["injected"], meta.get("rule"),
+                                           meta.get("layer"))
         if reason and "uplink refuses to connect" in reason:
-            decision, injected = "deny", []  # a special-purpose address no rule names
-        self.audit.emit(decision=decision, rule=meta.get("rule"), layer=meta.get("layer"),
+            # a special-purpose address no rule names: nothing was sent
+            decision, injected, rule, layer = "deny", [], None, None
+        self.audit.emit(decision=decision, rule=rule, layer=layer,
                         method=raw_method(req), scheme=req.scheme, host=normalize_host(req.host),
                         port=req.port, path=req.path, status=status,
                         injected=injected, bytes_in=n_in, bytes_out=out, reason=reason)
