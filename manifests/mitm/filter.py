@@ -677,8 +677,6 @@ class AuditLog:
                + ".%03dZ" % (int(now * 1000) % 1000)}
         for key in self.FIELDS:
             rec[key] = fields.get(key)
-        if fields.get("reason"):  # why a request was refused, when a rule matched it
-            rec["reason"] = fields["reason"]
         out = self.stream or sys.stdout
         line = json.dumps(rec, separators=(",", ":"), ensure_ascii=True) + "\n"
         guard = getattr(out, "uplink_guard", None)
