@@ -46,6 +46,9 @@ struct up_agent_input {
 	/* The session's private folder on the host (0700): files the pod mounts read-write
 	 * (a sanitized ~/.claude.json). NULL: such files are left out of the contribution. */
 	const char *state_dir;
+	/* --dry-run: the contribution names the files and folders a run would make (under
+	 * state_dir, ~/.claude/projects/<cwd>) but nothing is written or created. */
+	bool dry_run;
 	/* Tests: prefix for host paths outside home (/etc/claude-code/...). NULL: "". */
 	const char *base_dir;
 	bool debug;	 /* --debug: the agent's debug output kept on the host */

@@ -277,7 +277,8 @@ static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t
 
 static int print_dry_run(const json_t *result, const struct run_state *st)
 {
-	json_t *objects = json_object_get(result, "objects");
+	json_t *objects = json_object_get(result, "objects"), *line;
+	size_t i;
 	char *text = st->output && !strcmp(st->output, "yaml")
 			     ? up_yaml_dump(objects)
 			     : json_dumps(objects, JSON_INDENT(2));
@@ -288,9 +289,11 @@ static int print_dry_run(const json_t *result, const struct run_state *st)
 	if (text[strlen(text) - 1] != '\n')
 		fputc('\n', stdout);
 	free(text);
-	fprintf(stderr,
-		"uplink: dry run: nothing was sent to the cluster or docker; the agent pod's "
-		"hostAliases entry for mitm is added once the mitm Service has its cluster IP\n");
+	/* What a run would do, found by reading only (the registry, the image, the placeholders).
+	 */
+	json_array_foreach (json_object_get(result, "plan"), i, line)
+		fprintf(stderr, "uplink: dry run: %s\n",
+			json_is_string(line) ? json_string_value(line) : "-");
 	return UP_EXIT_OK;
 }
 

@@ -66,7 +66,7 @@ struct up_image_job {
 	/* What it found. */
 	char hex[65], tag[21];
 	char *ref;
-	bool built;
+	bool built, plan_only, asked, present;
 	/* What is in flight: at most one of these. */
 	struct hash_work *work;
 	struct up_http_req *req;
@@ -147,6 +147,8 @@ static void report(struct up_image_job *j)
 				      .ref = j->ref,
 				      .tag = j->tag,
 				      .built = j->built,
+				      .asked = j->asked,
+				      .present = j->present,
 				      .error = j->error,
 				      .log_path = j->log_path};
 
@@ -449,6 +451,8 @@ static void on_head(struct up_http_req *req, const struct up_http_result *res, v
 	struct up_image_job *j = ud;
 
 	j->req = NULL;
+	j->asked = res->r >= 0;
+	j->present = res->r >= 0 && res->status == 200;
 	if (res->r < 0)
 		finish(j, UP_ERR_REGISTRY_UNREACHABLE, res->r,
 		       "cannot reach the registry at %s (%s); check that it is running and that "
@@ -456,6 +460,8 @@ static void on_head(struct up_http_req *req, const struct up_http_result *res, v
 		       j->registry_url, res->error ? res->error : strerror(-res->r));
 	else if (res->status == 200)
 		finish(j, _UP_ERR_INVALID, 0, NULL);
+	else if (res->status == 404 && j->plan_only)
+		finish(j, _UP_ERR_INVALID, 0, NULL); /* a run would build it */
 	else if (res->status == 404)
 		start_pipeline(j);
 	else if (res->status == 401 || res->status == 403)
@@ -538,6 +544,8 @@ static void hash_done(uv_work_t *req, int status)
 	if (asprintf(&j->ref, "%s:%s", j->repository, j->tag) < 0) {
 		j->ref = NULL;
 		finish(j, UP_ERR_INTERNAL_ERROR, -ENOMEM, "out of memory");
+	} else if (j->plan_only && (j->force || !j->registry_url)) {
+		finish(j, _UP_ERR_INVALID, 0, NULL); /* a run would build it, without asking */
 	} else if (j->force) {
 		start_pipeline(j);
 	} else {
@@ -549,15 +557,16 @@ static int copy_request(struct up_image_job *j, const struct up_image_request *q
 {
 	j->context_dir = strdup(q->context_dir);
 	j->repository = strdup(q->repository);
-	j->registry_url = strdup(q->registry_url);
-	j->log_path = strdup(q->log_path);
+	j->registry_url = q->registry_url ? strdup(q->registry_url) : NULL;
+	j->log_path = strdup(q->log_path ? q->log_path : "");
 	j->docker = strdup(q->docker ? q->docker : "docker");
 	j->env = strv_copy(q->env);
 	j->build_args = strv_copy(q->build_args);
 	j->force = q->force_rebuild;
+	j->plan_only = q->plan_only;
 	j->builder = q->builder;
-	if (!j->context_dir || !j->repository || !j->registry_url || !j->log_path || !j->docker ||
-	    !j->env || !j->build_args)
+	if (!j->context_dir || !j->repository || (q->registry_url && !j->registry_url) ||
+	    !j->log_path || !j->docker || !j->env || !j->build_args)
 		return -ENOMEM;
 	return 0;
 }
@@ -570,8 +579,9 @@ int up_image_ensure(uv_loop_t *loop, struct up_http *http, const struct up_image
 	struct hash_work *w;
 	int k;
 
-	if (!req->context_dir || !req->repository || !req->registry_url || !req->log_path ||
-	    !done || !up_image_builder_to_string(req->builder))
+	if (!req->context_dir || !req->repository ||
+	    (!req->plan_only && (!req->registry_url || !req->log_path)) || !done ||
+	    !up_image_builder_to_string(req->builder))
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	w = calloc(1, sizeof(*w));

@@ -37,8 +37,11 @@ struct up_image_request {
 	const char *repository;	  /* e.g. "localhost:5000/uplink/claude" */
 	const char *registry_url; /* for the HEAD, e.g. "http://127.0.0.1:5000" */
 	bool force_rebuild;	  /* skip the registry check; build with --no-cache */
-	const char *log_path;	  /* the full docker output goes here (truncated, 0600) */
-	const char *docker;	  /* "docker" when NULL; searched in PATH */
+	/* --dry-run: hash the context and ask the registry (registry_url NULL: only hash), and
+	 * build nothing; the result says what a run would do. No log is written. */
+	bool plan_only;
+	const char *log_path; /* the full docker output goes here (truncated, 0600) */
+	const char *docker;   /* "docker" when NULL; searched in PATH */
 	const char *const *
 		env; /* "NAME=value" added to docker's environment (DOCKER_HOST); NULL-terminated */
 	const char *const
@@ -64,6 +67,9 @@ struct up_image_result {
 	const char *ref; /* "<repository>:ctx-<16 hex>" */
 	const char *tag;
 	bool built;
+	/* plan_only: whether the registry was asked (not when forced or without registry_url),
+	 * and whether it has ref. On a failed question, r < 0 and ref is still set. */
+	bool asked, present;
 	const char *error;
 	const char *log_path;
 };

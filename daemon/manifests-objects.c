@@ -11,8 +11,10 @@
 #include "fileio.h"
 #include "manifests-private.h"
 
-/* The agent pod's hostAliases entry for `host`, added or replaced; the others stay. */
-static int set_alias(json_t *objects, const char *host, const char *ip, char *err, size_t err_len)
+/* The agent pod's hostAliases entry for `host`, added or replaced; the others stay. `ip` is
+ * an address or, for --dry-run, the host's placeholder. */
+static int set_alias(json_t *objects, const char *host, const char *placeholder, const char *ip,
+		     char *err, size_t err_len)
 {
 	json_t *pod = json_array_get(objects, json_array_size(objects) - 1), *aliases, *a;
 	const char *name = json_string_value(manifests_dig(pod, "metadata.name"));
@@ -20,7 +22,7 @@ static int set_alias(json_t *objects, const char *host, const char *ip, char *er
 
 	if (!name || !streq(name, "agent"))
 		return manifests_failf(err, err_len, "the last object is not the agent pod");
-	if (!manifests_is_ip(ip))
+	if (!manifests_is_ip(ip) && !(ip && streq(ip, placeholder)))
 		return manifests_failf(err, err_len, "%s cluster IP '%s' is not an IP address",
 				       host, ip ? ip : "(null)");
 	aliases = manifests_dig(pod, "spec.hostAliases");
@@ -35,12 +37,13 @@ static int set_alias(json_t *objects, const char *host, const char *ip, char *er
 
 int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len)
 {
-	return set_alias(objects, "mitm", ip, err, err_len);
+	return set_alias(objects, "mitm", UP_MANIFEST_MITM_IP_PLACEHOLDER, ip, err, err_len);
 }
 
 int up_manifests_set_ssh_agent_ip(json_t *objects, const char *ip, char *err, size_t err_len)
 {
-	return set_alias(objects, UP_MANIFEST_SSH_AGENT, ip, err, err_len);
+	return set_alias(objects, UP_MANIFEST_SSH_AGENT, UP_MANIFEST_SSH_AGENT_IP_PLACEHOLDER, ip,
+			 err, err_len);
 }
 
 /* "<redacted: N bytes>" for base64 text of N bytes. */

@@ -66,9 +66,18 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 int up_manifests_render_system(const struct up_manifests *tpl, const struct up_system_spec *sys,
 			       json_t **objects, char *err, size_t err_len) _wur_;
 
-/* Adds (or replaces) the agent pod's hostAliases entry mapping "mitm" to `ip`. */
+/*
+ * What --dry-run shows where a run puts a value only the cluster gives (README, `uplink run`):
+ * the agent pod's hostAliases entries, filled once the Services have their cluster IPs.
+ */
+#define UP_MANIFEST_MITM_IP_PLACEHOLDER	     "<mitm-cluster-ip>"
+#define UP_MANIFEST_SSH_AGENT_IP_PLACEHOLDER "<ssh-agent-cluster-ip>"
+
+/* Adds (or replaces) the agent pod's hostAliases entry mapping "mitm" to `ip`: an IP
+ * address, or UP_MANIFEST_MITM_IP_PLACEHOLDER. */
 int up_manifests_set_mitm_ip(json_t *objects, const char *ip, char *err, size_t err_len) _wur_;
-/* The same for "ssh-agent", the holder's Service (only with --ssh-key-dir keys). */
+/* The same for "ssh-agent", the holder's Service (only with --ssh-key-dir keys); its
+ * placeholder is UP_MANIFEST_SSH_AGENT_IP_PLACEHOLDER. */
 int up_manifests_set_ssh_agent_ip(json_t *objects, const char *ip, char *err, size_t err_len) _wur_;
 
 /*

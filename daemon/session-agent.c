@@ -60,7 +60,8 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		.cwd = s->o.cwd,
 		.args = a->args,
 		.session_id = s->id,
-		.state_dir = s->o.dry_run ? NULL : dir,
+		.state_dir = dir,
+		.dry_run = s->o.dry_run,
 		.debug = s->o.debug,
 	};
 	return up_agent_prepare(a->impl, &in, &a->p, err, len);

@@ -10,6 +10,7 @@ struct up_kube_call;
 struct up_ca;
 struct up_http;
 struct up_store;
+struct up_image_result;
 struct up_manifests;
 struct session_agent;
 struct scall;
@@ -75,6 +76,12 @@ struct up_session {
 	/* uv_hrtime() at the start, when deploying began, and when the last object was sent. */
 	uint64_t t_start, t_deploy, t_submitted;
 	json_t *system; /* agent-uplink-system's objects while they are applied */
+	/* --dry-run (session-plan.c): what a run would do, one sentence a line; the parts of
+	 * agent-uplink-system found missing (bits), and why the image was not asked for. */
+	json_t *plan;
+	unsigned plan_missing;
+	bool plan_unread, plan_available;
+	const char *plan_unasked;
 };
 
 /* The registry, shared by session.c, sessions.c and rpc-session.c. */
@@ -135,6 +142,30 @@ struct up_notifier *session_notifier(const struct up_session *s);
 void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s);
 /* The registry is there: on to the image. */
 void session_registry_ready(struct up_session *s);
+/* The image, built unless present; a dry run (plan_only) only hashes and, with `ask`, asks
+ * the registry. Then DEPLOYING. */
+void session_start_image(struct up_session *s, bool ask);
+/* Renders the objects; a real run deploys them, a dry run answers with them. */
+void session_step_deploy(struct up_session *s);
+/*
+ * What only the cluster knows, into the rendered agent pod: the Services' cluster IPs once
+ * they have them, or for a dry run the placeholders of manifests.h (README documents them).
+ * One path for both, so that the dry run's List is what a run applies.
+ */
+int session_fill_cluster_values(struct up_session *s, const char *mitm_ip, const char *ssh_agent_ip,
+				char *err, size_t len) _wur_;
+
+/* session-plan.c: --dry-run, which reads the cluster and never writes to it */
+void session_plan_add(struct up_session *s, const char *fmt, ...) _printf_(2, 3);
+/* In place of setting agent-uplink-system up: GETs of its objects, then the image. */
+void session_plan_registry(struct up_session *s);
+/* What the image job found, as a plan line; false (and the session failed) when the build
+ * context cannot be hashed, so there is no image to name. */
+bool session_plan_image(struct up_session *s, const struct up_image_result *res);
+/* The answer: the plan and the objects (placeholders in), then down to GONE and forgotten. */
+void session_plan_answer(struct up_session *s);
+/* Frees the (GONE) dry-run session on the next turn of the loop. */
+void session_plan_forget(struct up_session *s);
 
 /* session-life.c: --ttl and --idle-timeout */
 void session_life_arm(struct up_session *s);

@@ -37,7 +37,6 @@
 #include "store.h"
 
 static void step_build(struct up_session *s);
-static void step_deploy(struct up_session *s);
 void session_teardown(struct up_session *s);
 
 int64_t session_now(void)
@@ -265,6 +264,8 @@ void session_teardown(struct up_session *s)
 	session_set_state(s, UP_SESSION_TEARDOWN, NULL);
 	if (!s->applied_anything || s->o.dry_run) {
 		session_set_state(s, UP_SESSION_GONE, NULL);
+		if (s->o.dry_run)
+			session_plan_forget(s);
 		return;
 	}
 	session_delete_namespace(s);
@@ -366,7 +367,7 @@ static void prepare_run(uv_work_t *w)
 		return;
 	}
 	session_aws_warn_rules(s, s->warnings);
-	if (!s->o.image && !s->o.registry && !s->o.dry_run)
+	if (!s->o.image && !s->o.registry) /* a read: a dry run tells it too */
 		session_registry_check(s->server[0] ? s->server : NULL, s->registry_problem,
 				       sizeof(s->registry_problem));
 	r = up_ca_new(s->id, session_now(), up_record_expires_at(s->record), &s->ca, err,
@@ -467,6 +468,11 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 	struct up_session *s = ud;
 
 	s->image = NULL;
+	if (s->o.dry_run) {
+		if (session_plan_image(s, res))
+			session_step_deploy(s);
+		return;
+	}
 	if (res->r < 0) {
 		session_fail(s, res->e, "%s", res->error);
 		return;
@@ -475,10 +481,8 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 	s->image_ref = strdup(res->ref);
 	session_progress(s, "build", 1, 1, "%s %s",
 			 res->built ? "built and pushed" : "up to date:", res->ref);
-	step_deploy(s);
+	session_step_deploy(s);
 }
-
-static void start_image(struct up_session *s);
 
 static void step_build(struct up_session *s)
 {
@@ -486,12 +490,19 @@ static void step_build(struct up_session *s)
 
 	if (s->o.image) {
 		s->image_ref = strdup(s->o.image);
-		step_deploy(s);
+		if (s->o.dry_run)
+			session_plan_add(s, "image %s: given with --image; nothing to build",
+					 s->o.image);
+		session_step_deploy(s);
 		return;
 	}
 	session_set_state(s, UP_SESSION_BUILDING, NULL);
 	if (s->o.registry) {
-		start_image(s);
+		session_start_image(s, true);
+		return;
+	}
+	if (s->o.dry_run) { /* reads only: session-plan.c */
+		session_plan_registry(s);
 		return;
 	}
 	/* The in-cluster registry: the node must be able to pull from it, and it must run. */
@@ -508,10 +519,10 @@ void session_registry_ready(struct up_session *s)
 {
 	json_decref(s->system);
 	s->system = NULL;
-	start_image(s);
+	session_start_image(s, true);
 }
 
-static void start_image(struct up_session *s)
+void session_start_image(struct up_session *s, bool ask)
 {
 	char ctx[4200], repo[512], url[512], log_path[4200], dir[4096];
 	const char *host = s->o.registry ? s->o.registry : "localhost:5000";
@@ -534,12 +545,14 @@ static void start_image(struct up_session *s)
 	struct up_image_request req = {
 		.context_dir = ctx,
 		.repository = repo,
-		.registry_url = url,
+		.registry_url = ask ? url : NULL,
 		.force_rebuild = s->o.force_rebuild,
-		.log_path = log_path,
+		.log_path = s->o.dry_run ? NULL : log_path,
+		.plan_only = s->o.dry_run,
 		.docker = getenv("UPLINK_DOCKER"),
 	};
-	session_progress(s, "build", 0, 0, "checking the registry for the %s image", s->o.agent);
+	session_progress(s, "build", 0, 0, "%s the %s image",
+			 ask ? "checking the registry for" : "hashing", s->o.agent);
 	r = up_image_ensure(s->all->loop, s->all->http, &req, on_image_progress, on_image_done, s,
 			    &s->image);
 	if (r < 0)
@@ -578,9 +591,7 @@ static void apply_agent_pod(struct up_session *s)
 	size_t n = json_array_size(s->objects);
 	json_t *pod = json_array_get(s->objects, n - 1);
 
-	if (up_manifests_set_mitm_ip(s->objects, s->mitm_ip, err, sizeof(err)) < 0 ||
-	    (s->ssh_agent_ip[0] &&
-	     up_manifests_set_ssh_agent_ip(s->objects, s->ssh_agent_ip, err, sizeof(err)) < 0)) {
+	if (session_fill_cluster_values(s, s->mitm_ip, s->ssh_agent_ip, err, sizeof(err)) < 0) {
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "%s", err);
 		return;
 	}
@@ -687,7 +698,7 @@ static int render(struct up_session *s, char *err, size_t len)
 	return r;
 }
 
-static void step_deploy(struct up_session *s)
+void session_step_deploy(struct up_session *s)
 {
 	char err[1024];
 
@@ -698,12 +709,7 @@ static void step_deploy(struct up_session *s)
 	}
 	s->need_ssh_agent = s->o.extra && s->o.extra->out.ssh.n_keys > 0;
 	if (s->o.dry_run) {
-		struct up_request *req = s->req;
-		s->req = NULL;
-		up_request_reply(req, json_pack("{s:s, s:o}", "id", s->id, "objects",
-						up_manifests_list(s->objects, s->o.show_secrets)));
-		session_set_state(s, UP_SESSION_STOPPED, "dry run");
-		session_teardown(s);
+		session_plan_answer(s); /* session-plan.c */
 		return;
 	}
 	session_set_state(s, UP_SESSION_DEPLOYING, NULL);
@@ -758,6 +764,7 @@ void up_session_free(struct up_session *s)
 	free(s->server_ca);
 	json_decref(s->objects);
 	json_decref(s->system);
+	json_decref(s->plan);
 	json_decref(s->record);
 	free(s->image_ref);
 	free(s->prep_error);

@@ -187,7 +187,8 @@ static int claude_md_file(struct ctx *c)
 			   path);
 }
 
-/* ~/.claude.json, sanitized, in the session's folder: Claude Code writes to it. */
+/* ~/.claude.json, sanitized, in the session's folder: Claude Code writes to it. A dry run
+ * names the copy a run would write, and writes nothing. */
 static int claude_json(struct ctx *c)
 {
 	_cleanup_(freep) char *path = NULL, *copy = NULL;
@@ -210,7 +211,7 @@ static int claude_json(struct ctx *c)
 		return json_decref(doc), -ENOMEM;
 	if (!(text = dump(c, doc, &len)))
 		return -ENOMEM;
-	if ((r = claude_write_private(copy, text, len)) < 0)
+	if (!c->in->dry_run && (r = claude_write_private(copy, text, len)) < 0)
 		return failf(c, r, "cannot write %s: %s", copy, strerror(-r));
 	return host_path(c, "claude-json", copy, "File", path, true);
 }
@@ -249,9 +250,9 @@ static int folders(struct ctx *c)
 
 	if (!proj)
 		return -ENOMEM;
-	/* made here so that it is the user's; not for a dry run (no state_dir) */
+	/* made here so that it is the user's; not for a dry run, nor without a state_dir */
 	if ((r = host_path(c, "workdir", in->cwd, "Directory", in->cwd, true)) < 0 ||
-	    (in->state_dir && (r = make_dir(c, proj)) < 0) ||
+	    (in->state_dir && !in->dry_run && (r = make_dir(c, proj)) < 0) ||
 	    (r = host_path(c, "claude-project", proj, "DirectoryOrCreate", proj, true)) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(shared); i++) {
@@ -272,7 +273,7 @@ static int folders(struct ctx *c)
 		char *at = up_agent_printf(c->p, "%s/debug", c->claude_dir);
 		if (!dbg || !at)
 			return -ENOMEM;
-		if ((in->state_dir && (r = make_dir(c, dbg)) < 0) ||
+		if ((in->state_dir && !in->dry_run && (r = make_dir(c, dbg)) < 0) ||
 		    (r = host_path(c, "claude-debug", dbg, "DirectoryOrCreate", at, true)) < 0)
 			return r;
 	}

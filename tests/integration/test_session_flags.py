@@ -16,6 +16,7 @@ import time
 import pytest
 import yaml
 
+from test_dry_run import SSH_AGENT_IP, assert_dry_run_is_what_a_run_applies
 from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
 from uplinktest import ROOT, wait_for
 
@@ -1248,3 +1249,12 @@ def test_aws_cli_missing(tmpdir_short, fakekube, registry):  # noqa: F811
         rc = e.daemon.stop()
         e.daemon.close()
     assert rc == 0
+
+
+def test_dry_run_with_ssh_keys_is_what_a_run_applies(env):
+    args = ("--ssh-key-dir", str(env.home / "keys"), "--ssh-cidr", "10.0.0.0/8")
+    by, _, r = dry(env, *args)
+    assert {"ip": SSH_AGENT_IP, "hostnames": ["ssh-agent"]} in by[("Pod", "agent")]["spec"]["hostAliases"]
+    assert f"{SSH_AGENT_IP} stand for the mitm and ssh-agent Services' cluster IPs" in r.stderr
+    pod = assert_dry_run_is_what_a_run_applies(env, *args)
+    assert [a["hostnames"] for a in pod["hostAliases"]] == [["mitm"], ["ssh-agent"]]
