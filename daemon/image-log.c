@@ -18,6 +18,7 @@ struct up_image_log {
 	uv_fs_t req; /* the one operation in flight: open, write or close */
 	uv_file fd;
 	bool busy, closing, opened;
+	bool in_open_cb; /* a close asked for from the open callback waits for it to return */
 	struct chunk *head, *tail;
 	size_t queued, dropped;
 	int error;
@@ -67,8 +68,11 @@ static void on_fs(uv_fs_t *req)
 			l->error = (int)res;
 		else
 			l->fd = (uv_file)res;
-		if (l->opened_cb && !(l->closing && !l->closed_cb)) /* not when detached */
+		if (l->opened_cb && !(l->closing && !l->closed_cb)) { /* not when detached */
+			l->in_open_cb = true;
 			l->opened_cb(l->error, l->opened_ud);
+			l->in_open_cb = false;
+		}
 	} else if (type == UV_FS_WRITE) {
 		struct chunk *c = l->head;
 		l->head = c->next;
@@ -166,5 +170,6 @@ void up_image_log_close(struct up_image_log *l, up_image_log_fn closed, void *ud
 	l->closing = true;
 	l->closed_cb = closed;
 	l->closed_ud = ud;
-	log_next(l);
+	if (!l->in_open_cb) /* else on_fs() goes on once the callback is back, l still alive */
+		log_next(l);
 }

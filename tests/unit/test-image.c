@@ -461,6 +461,19 @@ static void log_cb(int r, void *ud)
 	*(int *)ud = r == 0 ? 1 : r;
 }
 
+struct close_in_open {
+	struct up_image_log *log;
+	int opened, closed;
+};
+
+static void close_in_open_cb(int r, void *ud)
+{
+	struct close_in_open *c = ud;
+
+	c->opened = r == 0 ? 1 : r;
+	up_image_log_close(c->log, log_cb, &c->closed);
+}
+
 static void test_log_writer(void **state)
 {
 	char path[128], big[1000], *text = NULL;
@@ -508,6 +521,18 @@ static void test_log_writer(void **state)
 	up_image_log_close(l, log_cb, &closed);
 	close_loop(&loop);
 	assert_int_equal(closed, UV_ENOENT);
+
+	/* Closed from inside the open callback, as image.c does when the open fails. */
+	{
+		struct close_in_open c = {0};
+		assert_int_equal(uv_loop_init(&loop), 0);
+		assert_int_equal(up_image_log_open(&loop, "/nonexistent/dir/log", close_in_open_cb,
+						   &c, &c.log),
+				 0);
+		close_loop(&loop);
+		assert_int_equal(c.opened, UV_ENOENT);
+		assert_int_equal(c.closed, UV_ENOENT);
+	}
 
 	/* Detached while opening: frees itself, calls nothing. */
 	opened = 0;
