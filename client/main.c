@@ -61,10 +61,13 @@ const struct up_command up_commands[] = {
 	 "                               may list several, separated by spaces or commas)\n"
 	 "  -d, --detach                 print the session id once it runs, and exit\n"
 	 "  --json                       with --detach: print the session as JSON\n"
-	 "  --dry-run                    print every object as a Kubernetes List; touch nothing\n"
+	 "  --dry-run                    print the objects a run applies as a Kubernetes List "
+	 "and,\n"
+	 "                               on stderr, what it would do; only reads the cluster\n"
 	 "  -o json|yaml                 the --dry-run format (default json)\n"
 	 "  --show-secrets               with --dry-run: show Secret data instead of sizes\n"
 	 "\nDurations: 90s, 30m, 2h, 1d. Ctrl-C before the session runs cancels it (exit 130).\n"
+	 "--dry-run: <mitm-cluster-ip> and <ssh-agent-cluster-ip> mark the Services' IPs.\n"
 	 "Exit status: the agent's own exit code once attached; 0 when detached.\n"},
 	{"attach", up_cmd_attach, "Attach this terminal to a running session (several may attach).",
 	 "SESSION", "SESSION is the 12-hex id or the namespace name (uplink list shows them).\n"},

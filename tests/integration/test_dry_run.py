@@ -175,16 +175,21 @@ def applied(env, ns):
     return out
 
 
-def assert_dry_run_is_what_a_run_applies(env, *extra):
+def assert_dry_run_is_what_a_run_applies(env, *extra, image_given=False):
     """The dry run's List against what a real run with the same flags applied to the fake API
     server: the same objects, and the same agent pod once the dry run's id and placeholders
-    read as the run's id and its Services' cluster IPs."""
-    items, _, _ = dry(env, "--registry", env.registry, *extra)
-    dry_id = items[0]["metadata"]["name"].removeprefix("agent-uplink-")
+    read as the run's id and its Services' cluster IPs. image_given: the run first, then a
+    dry run with --image naming the image the run built."""
+    if not image_given:
+        items, _, _ = dry(env, "--registry", env.registry, *extra)
     env.fk.clear_requests()
     sid, r = run_detached(env, *extra)
     ns = f"agent-uplink-{sid}"
     real = applied(env, ns)
+    if image_given:
+        env.docker_calls.unlink()
+        items, _, _ = dry(env, "--image", env.session(sid)["image"], *extra)
+    dry_id = items[0]["metadata"]["name"].removeprefix("agent-uplink-")
     ips = {p: env.fk.get("Service", ns, svc)["spec"]["clusterIP"]
            for p, svc in ((MITM_IP, "mitm"), (SSH_AGENT_IP, "ssh-agent")) if env.fk.get("Service", ns, svc)}
     text = json.dumps(items).replace(dry_id, sid)
@@ -209,5 +214,6 @@ def assert_dry_run_is_what_a_run_applies(env, *extra):
 
 
 @pytest.mark.parametrize("extra", [[], ["--debug"]])
-def test_dry_run_list_is_what_a_run_applies(env, extra):
-    assert_dry_run_is_what_a_run_applies(env, *extra)
+@pytest.mark.parametrize("image_given", [False, True], ids=["built", "image-given"])
+def test_dry_run_list_is_what_a_run_applies(env, extra, image_given):
+    assert_dry_run_is_what_a_run_applies(env, *extra, image_given=image_given)
