@@ -101,6 +101,18 @@ def test_dry_run_names_what_is_missing_in_agent_uplink_system(env):
     assert "registry: would set up agent-uplink-system (Deployment, Service)" in lines, r.stderr
 
 
+def test_dry_run_says_when_agent_uplink_system_cannot_be_read(env):
+    env.fk.add_fault(status=403, count=None, method="GET",
+                     path_regex="/namespaces/agent-uplink-system/deployments/registry")
+    _, lines, r = dry(env)
+    env.fk.clear_faults()
+    assert any(x.startswith("registry: cannot read Deployment registry: ") for x in lines), r.stderr
+    assert ("registry: a run would apply agent-uplink-system (namespace, Deployment, Service), "
+            "and stop if the cluster refuses") in lines, r.stderr
+    assert any(re.match(IMAGE_LINE + "would build and push it: the registry could not be looked up$", x)
+               for x in lines), r.stderr
+
+
 def test_dry_run_asks_the_in_cluster_registry_once_it_is_set_up(env, registry_5000):  # noqa: F811
     set_up_system(env)
     _, lines, r = dry(env)

@@ -552,7 +552,7 @@ struct job_state {
 	bool done;
 	int r;
 	enum up_error e;
-	bool built;
+	bool built, asked, present;
 	char ref[128], error[2048];
 	bool cancel_on_step2;
 	struct up_image_job *job;
@@ -579,6 +579,8 @@ static void job_done(const struct up_image_result *res, void *ud)
 	s->r = res->r;
 	s->e = res->e;
 	s->built = res->built;
+	s->asked = res->asked;
+	s->present = res->present;
 	(void)snprintf(s->ref, sizeof(s->ref), "%s", res->ref ? res->ref : "");
 	(void)snprintf(s->error, sizeof(s->error), "%s", res->error ? res->error : "");
 }
@@ -733,6 +735,50 @@ static void test_job_registry_unreachable(void **state)
 	assert_int_equal(access(log, F_OK), -1); /* nothing built, no log */
 }
 
+/* --dry-run: a hash, maybe a question to the registry, never docker nor a log. */
+static void plan_job(struct job_state *s, const char *registry_url, bool force)
+{
+	char dir[128];
+	struct up_image_request req = {.context_dir = dir,
+				       .repository = "localhost:5000/uplink/test",
+				       .registry_url = registry_url,
+				       .force_rebuild = force,
+				       .plan_only = true,
+				       .docker = "/nonexistent/docker"};
+	struct up_http *http;
+	uv_loop_t loop;
+
+	*s = (struct job_state){0};
+	(void)snprintf(dir, sizeof(dir), "%s/ctx", tmp);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_int_equal(up_http_new(&loop, &http), 0);
+	assert_int_equal(up_image_ensure(&loop, http, &req, job_progress, job_done, s, NULL), 0);
+	(void)uv_run(&loop, UV_RUN_DEFAULT);
+	up_http_free(http);
+	close_loop(&loop);
+	assert_true(s->done);
+	assert_false(s->built);
+	assert_non_null(strstr(s->ref, "localhost:5000/uplink/test:ctx-"));
+}
+
+static void test_job_plan_only(void **state)
+{
+	struct job_state s;
+
+	(void)state;
+	plan_job(&s, NULL, false); /* nothing to ask: the hash alone */
+	assert_int_equal(s.r, 0);
+	assert_false(s.asked);
+	plan_job(&s, "http://127.0.0.1:1", true); /* forced: a run would not ask either */
+	assert_int_equal(s.r, 0);
+	assert_false(s.asked);
+	plan_job(&s, "http://127.0.0.1:1", false); /* the question fails; the ref is still named */
+	assert_true(s.r < 0);
+	assert_int_equal(s.e, UP_ERR_REGISTRY_UNREACHABLE);
+	assert_false(s.asked);
+	assert_non_null(strstr(s.error, "cannot reach the registry at http://127.0.0.1:1 "));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -752,6 +798,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_job_build_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_registry_unreachable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_job_plan_only, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
