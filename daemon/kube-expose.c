@@ -370,9 +370,15 @@ int up_kube_expose_load(const char *paths, const json_t *names, struct up_kube_e
 
 /* ---------------------------------------------------------------- products */
 
+/* The methods the Kubernetes API (and kubectl) use; never TRACE, which would echo the token. */
+static const char *const kube_methods[] = {"GET",   "HEAD",   "POST",	"PUT",
+					   "PATCH", "DELETE", "OPTIONS"};
+
 static int one_rule(const struct up_kube_exposed_ctx *x, struct up_rule *r)
 {
 	r->layer = UP_LAYER_KUBE;
+	for (size_t i = 0; i < sizeof(kube_methods) / sizeof(kube_methods[0]); i++)
+		r->methods |= 1u << up_method_bit(kube_methods[i]);
 	r->port = x->port; /* the token goes to the API server's port alone */
 	if (asprintf(&r->name, "kube-%s", x->name) < 0 ||
 	    asprintf(&r->source, "kubeconfig:%s", x->name) < 0)

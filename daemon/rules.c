@@ -7,6 +7,7 @@
 #include <pcre2.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bounds.h"
 #include "rules-private.h"
@@ -406,34 +407,110 @@ static bool normalize_host(const char *in, char *out, size_t out_len)
 	return true;
 }
 
-const struct up_rule *up_ruleset_match_port(const struct up_ruleset *rs, const char *method,
-					    const char *host, unsigned port, const char *path)
+bool up_path_unsafe(const char *path)
+{
+	size_t end = strcspn(path, "?");
+
+	for (size_t i = 0; i < end; i++) {
+		char c1, c2;
+
+		if (path[i] == '\\')
+			return true;
+		if (path[i] != '%' || i + 2 >= end)
+			continue;
+		c1 = path[i + 1];
+		c2 = (char)tolower((unsigned char)path[i + 2]);
+		if ((c1 == '2' && (c2 == 'e' || c2 == 'f')) || (c1 == '5' && c2 == 'c'))
+			return true;
+	}
+	/* a dot segment, also before a ';' parameter */
+	for (size_t i = 0; i <= end;) {
+		size_t seg = strcspn(path + i, "/?"), name = strcspn(path + i, "/?;");
+
+		if (name > seg)
+			name = seg;
+		if ((name == 1 && path[i] == '.') ||
+		    (name == 2 && path[i] == '.' && path[i + 1] == '.'))
+			return true;
+		i += seg + 1;
+	}
+	return false;
+}
+
+static bool reflects(const char *method)
+{
+	return !strcasecmp(method, "TRACE") || !strcasecmp(method, "TRACK");
+}
+
+/* Whether R lets a method-override header say VALUE (trimmed, ASCII upper-cased). */
+static bool override_ok(const struct up_rule *r, const char *value)
+{
+	char m[16];
+	size_t n;
+	int bit;
+
+	value += strspn(value, " \t");
+	n = strlen(value);
+	while (n && (value[n - 1] == ' ' || value[n - 1] == '\t'))
+		n--;
+	if (n >= sizeof(m))
+		return !r->methods;
+	for (size_t i = 0; i < n; i++)
+		m[i] = (char)toupper((unsigned char)value[i]);
+	m[n] = '\0';
+	if (r->n_headers && reflects(m))
+		return false;
+	bit = up_method_bit(m);
+	return !r->methods || (bit >= 0 && (r->methods & (1u << bit)));
+}
+
+/* Whether R takes METHOD at PATH with these method-override values (host aside). */
+static bool rule_takes(const struct up_rule *r, const char *method, const char *path,
+		       const char *const *overrides)
+{
+	int bit = up_method_bit(method);
+
+	for (size_t i = 0; overrides && overrides[i]; i++)
+		if (!override_ok(r, overrides[i]))
+			return false;
+	if (r->n_headers && reflects(method))
+		return false; /* an origin answering TRACE would echo the credential */
+	if (r->methods && (bit < 0 || !(r->methods & (1u << bit))))
+		return false;
+	return !r->paths || (!up_path_unsafe(path) && any_match(r->path_re, r->n_paths, path));
+}
+
+const struct up_rule *up_ruleset_match_overrides(const struct up_ruleset *rs, const char *method,
+						 const char *host, unsigned port, const char *path,
+						 const char *const *overrides)
 {
 	char h[256];
-	int bit = up_method_bit(method);
 
 	if (!normalize_host(host, h, sizeof(h)))
 		return NULL;
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct up_rule *r = &rs->rules[i];
 
-		if (r->l4 || (port && r->port && r->port != port))
-			continue;
-		if (r->methods && (bit < 0 || !(r->methods & (1u << bit))))
+		if (r->l4 || (port && r->port && r->port != port) ||
+		    !rule_takes(r, method, path, overrides))
 			continue;
 		if (!any_match(r->host_re, r->n_hosts, h))
-			continue;
-		if (r->paths && !any_match(r->path_re, r->n_paths, path))
 			continue;
 		return r;
 	}
 	return NULL;
 }
 
+const struct up_rule *up_ruleset_match_port(const struct up_ruleset *rs, const char *method,
+					    const char *host, unsigned port, const char *path)
+{
+	return up_ruleset_match_overrides(rs, method, host, port, path, NULL);
+}
+
 const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *method,
 				       const char *host, const char *path)
 {
-	return up_ruleset_match_port(rs, method, host, 0, path);
+	return up_ruleset_match_overrides(rs, method, host, 0, path, NULL);
 }
 
 /* A host regex that can only match AWS names: it ends in \.amazonaws\.com, with no '|'. */
@@ -510,6 +587,14 @@ enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *me
 				     const char *host, unsigned port, const char *path,
 				     const struct up_rule **rule)
 {
+	return up_ruleset_evaluate_overrides(rs, method, https, host, port, path, NULL, rule);
+}
+
+enum up_decision up_ruleset_evaluate_overrides(const struct up_ruleset *rs, const char *method,
+					       bool https, const char *host, unsigned port,
+					       const char *path, const char *const *overrides,
+					       const struct up_rule **rule)
+{
 	char h[256];
 
 	*rule = NULL;
@@ -524,7 +609,11 @@ enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *me
 			return UP_DECISION_L4;
 		}
 	}
-	*rule = up_ruleset_match_port(rs, method, h, port ? port : https ? 443 : 80, path);
+	*rule = up_ruleset_match_overrides(rs, method, h,
+					   port	   ? port
+					   : https ? 443
+						   : 80,
+					   path, overrides);
 	if (*rule && !https && (*rule)->n_headers)
 		*rule = NULL; /* a credential never goes out in clear: the addon denies it too */
 	return *rule ? UP_DECISION_ALLOW : UP_DECISION_DENY;

@@ -138,6 +138,23 @@ const struct up_rule *up_ruleset_match(const struct up_ruleset *rs, const char *
 bool up_rule_aws_sign(const struct up_rule *r);
 
 /*
+ * The same with OVERRIDES: the values of the request's method-override headers
+ * (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override; NULL-terminated, or NULL).
+ * A rule limiting methods takes the request only if each value (trimmed, ASCII
+ * upper-cased) is one of them too; an injecting rule never takes TRACE or TRACK, as the
+ * method or an override (an origin would echo the credential); a rule with paths never
+ * takes a path up_path_unsafe() refuses.
+ */
+const struct up_rule *up_ruleset_match_overrides(const struct up_ruleset *rs, const char *method,
+						 const char *host, unsigned port, const char *path,
+						 const char *const *overrides);
+/*
+ * Whether the path part of PATH (before '?') holds a dot segment ("." or "..", also
+ * before a ';' parameter), an encoded '.', '/' or '\\' (%2e %2f %5c) or a '\\': spellings
+ * a normalising origin reads as another path than the one the rule's regexes saw.
+ */
+bool up_path_unsafe(const char *path);
+/*
  * The first rule that could take a CONNECT to TARGET: an L4 rule (relay bytes), an
  * HTTP rule (intercept and decide per request), or NULL (refuse). Host regexes of
  * L4 rules never match an IP literal; an IP literal meets L4 rules through cidrs.
@@ -160,6 +177,11 @@ enum up_decision {
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
 				     const char *host, unsigned port, const char *path,
 				     const struct up_rule **rule);
+/* The same with the request's method-override header values (see up_ruleset_match_overrides). */
+enum up_decision up_ruleset_evaluate_overrides(const struct up_ruleset *rs, const char *method,
+					       bool https, const char *host, unsigned port,
+					       const char *path, const char *const *overrides,
+					       const struct up_rule **rule);
 
 /*
  * Splits an http(s) URL into its scheme, a lowercase host (no port, no brackets) and the path

@@ -314,12 +314,23 @@ static int fake_credentials(const struct oauth *o, time_t now, struct up_agent_p
 	return 0;
 }
 
+/*
+ * The methods the auth rules allow: those the APIs use (the Messages, Models, Files and
+ * Batches APIs: GET, POST, DELETE; HEAD for probes; Bedrock: GET and POST), never TRACE,
+ * whose answer would echo the injected token.
+ */
+static const char anthropic_methods[] = "[\"GET\", \"HEAD\", \"POST\", \"DELETE\"]";
+static const char bedrock_methods[] = "[\"GET\", \"POST\"]";
+
 /* The auth layer's document: one rule injecting `value` as Authorization on `hosts`. */
 static int auth_rule(struct up_agent_prepared *p, const char *name, const char *hosts,
-		     const char *value)
+		     const char *methods, const char *value)
 {
-	json_t *doc = json_pack("{s:[{s:s, s:[s], s:{s:{s:s}}}]}", "rules", "name", name, "hosts",
-				hosts, "inject", "headers", "Authorization", value);
+	json_t *m = json_loads(methods, 0, NULL);
+	json_t *doc = m ? json_pack("{s:[{s:s, s:[s], s:o, s:{s:{s:s}}}]}", "rules", "name", name,
+				    "hosts", hosts, "methods", m, "inject", "headers",
+				    "Authorization", value)
+			: NULL;
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	claude_json_wipe(doc);
@@ -333,7 +344,8 @@ static int auth_rule(struct up_agent_prepared *p, const char *name, const char *
 int claude_bedrock_auth(struct up_agent_prepared *p)
 {
 	p->expires_at = 0;
-	return auth_rule(p, "bedrock-auth", bedrock_hosts, "Bearer {{keyring:bedrock:key}}");
+	return auth_rule(p, "bedrock-auth", bedrock_hosts, bedrock_methods,
+			 "Bearer {{keyring:bedrock:key}}");
 }
 
 static int inject_token(struct up_agent_prepared *p, const struct oauth *o)
@@ -345,7 +357,7 @@ static int inject_token(struct up_agent_prepared *p, const struct oauth *o)
 	if (!value)
 		return -ENOMEM;
 	(void)snprintf(value, n, "Bearer %s", o->access);
-	r = auth_rule(p, "anthropic-auth", auth_source_hosts, value);
+	r = auth_rule(p, "anthropic-auth", auth_source_hosts, anthropic_methods, value);
 	up_free_secret(value, n);
 	p->expires_at = (time_t)(o->expires_ms / 1000);
 	return r;

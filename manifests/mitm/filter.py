@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -23,6 +24,7 @@ import string
 import sys
 import tempfile
 import time
+import traceback
 from urllib.parse import quote, unquote, unquote_plus
 
 try:  # the policy part works without mitmproxy
@@ -43,6 +45,14 @@ _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _TOKEN_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BAD_VALUE_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")
 _REGEX_META = set(".^$*+?{}[]|()")
+# Methods an origin may answer by reflecting the request's headers: never with a credential.
+NO_INJECT_METHODS = frozenset(("TRACE", "TRACK"))
+# Headers some frameworks take as the real method; a rule limiting methods checks them too.
+METHOD_OVERRIDE_HEADERS = ("x-http-method-override", "x-http-method", "x-method-override")
+# Path spellings a normalising origin reads as another path: dot segments (also before a
+# ';' parameter) and encoded '.', '/' or '\'; a literal '\' too.
+_ENCODED_SEP_RE = re.compile(r"%(2[eEfF]|5[cC])")
+_ASCII_UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 _RULE_KEYS = {"name", "layer", "source", "hosts", "methods", "paths", "inject", "l4_forward",
               "cidrs", "port", "aws_sign", "aws_allow_credential_actions"}
 _AWS_ACTION_RE = re.compile(r"[A-Za-z0-9]{1,128}")
@@ -95,14 +105,36 @@ class Rule:
     def __repr__(self):
         return f"Rule({self.index}, {self.name!r}, l4={self.l4})"
 
-    def matches_request(self, method, path, port=None):
+    def matches_request(self, method, path, port=None, overrides=()):
+        """``overrides``: the values of the request's method-override headers."""
         if self.port is not None and port is not None and port != self.port:
             return False
-        if self.methods is not None and method not in self.methods:
+        wanted = [v.strip(" \t").translate(_ASCII_UPPER) for v in overrides]
+        if self.headers and any(m in NO_INJECT_METHODS
+                                for m in [method.translate(_ASCII_UPPER), *wanted]):
+            return False
+        if self.methods is not None and (method not in self.methods
+                                         or any(m not in self.methods for m in wanted)):
             return False
         if self.path_res is None:
             return True
-        return any(p.fullmatch(path) for p in self.path_res)
+        return not unsafe_path(path) and any(p.fullmatch(path) for p in self.path_res)
+
+
+def unsafe_path(path):
+    """True when the path part of ``path`` holds a dot segment (``.``, ``..``, also as
+    ``..;x``), an encoded ``.``, ``/`` or ``\\``, or a ``\\``: spellings an origin may
+    normalise into a path the rule's regexes never saw. Rules with ``paths`` refuse them."""
+    base = path.split("?", 1)[0]
+    if "\\" in base or _ENCODED_SEP_RE.search(base):
+        return True
+    return any(seg.split(";", 1)[0] in (".", "..") for seg in base.split("/"))
+
+
+def method_overrides(headers):
+    """The values of the method-override headers among (name, value) pairs."""
+    names = set(METHOD_OVERRIDE_HEADERS)
+    return [v for n, v in headers if n.translate(_ASCII_LOWER) in names]
 
 
 # decision: allow | deny | l4; rule: the Rule or None; stage: connect | request
@@ -309,11 +341,12 @@ class RuleSet:
             self._host_cache[host] = hit
         return hit
 
-    def match_request(self, method, host, path, port=None):
+    def match_request(self, method, host, path, port=None, overrides=()):
         """First HTTP rule allowing this request, or None (deny). A rule with a ``port``
-        (kube contexts) takes only requests to that port; ``port=None`` ignores it."""
+        (kube contexts) takes only requests to that port; ``port=None`` ignores it.
+        ``overrides``: the request's method-override header values (see matches_request)."""
         for r in self.host_candidates(host):
-            if not r.l4 and r.matches_request(method, path, port):
+            if not r.l4 and r.matches_request(method, path, port, overrides):
                 return r
         return None
 
@@ -343,13 +376,14 @@ class RuleSet:
         self._connect_cache[host] = best
         return best
 
-    def evaluate(self, method, scheme, host, path, port=None):
+    def evaluate(self, method, scheme, host, path, port=None, headers=()):
         """The whole decision for one request as the proxy makes it.
 
         ``https`` means the client tunnels with CONNECT first; ``http`` means an
         absolute-form request to the proxy (no tunnel, so L4 rules do not apply).
         ``port`` is the request's port (None: the scheme's default), which a rule with a
         ``port`` must match, as in ``requestheaders``.
+        ``headers``: the request's (name, value) pairs (method overrides count).
         """
         host = normalize_host(host)
         if port is None:
@@ -360,7 +394,8 @@ class RuleSet:
                 return Verdict("deny", None, "connect")
             if first.l4:
                 return Verdict("l4", first, "connect")
-        rule = self.match_request(method, host, path, port)
+        rule = self.match_request(method, host, path, port,
+                                  overrides=method_overrides(headers))
         if rule is None or (scheme != "https" and rule.headers):
             return Verdict("deny", None, "request")  # no credential goes out in clear
         return Verdict("allow", rule, "request")
@@ -717,8 +752,13 @@ class Watched:
                 return None
             with open(self.path, "rb") as f:
                 value = self.parse(f.read())
-        except (OSError, UnicodeDecodeError, RulesError) as e:
-            err = str(e) if isinstance(e, RulesError) else f"cannot read: {e}"
+        except Exception as e:  # noqa: BLE001 - RecursionError from deep JSON too: keep the last
+            if isinstance(e, RulesError):
+                err = str(e)
+            elif isinstance(e, (OSError, UnicodeDecodeError)):
+                err = f"cannot read: {e}"
+            else:  # never the message: a parser's message may quote the file
+                err = f"cannot parse: {type(e).__name__}"
             if not isinstance(e, OSError):
                 self.key = key  # parse again only when the file changes again
             if err != self.last_err:
@@ -782,6 +822,73 @@ def _is_name(host):
     except ValueError:
         return True
     return False
+
+
+# A request's header block: more headers or bytes than this get 431 (names + values + ": \r\n").
+MAX_HEADERS = 256
+MAX_HEADER_BYTES = 64 * 1024
+_TOKEN_RE_B = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BAD_FIELD_RE = re.compile(rb"[\x00\r\n]")  # mitmproxy joins an obs-fold line with CR LF
+_DIGITS_RE = re.compile(rb"[0-9]+")
+_AUTHORITY_RE = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::([0-9]{1,5}))?")
+
+
+def framing_problem(headers):
+    """(status, why) when a request's header block must not be forwarded, else None: too
+    big (431), a name that is not a token, a value with CR, LF, NUL or a folded line, or a
+    Content-Length that is not plain ASCII digits or differs between copies (400). A lenient
+    origin could read any of these as a second request no rule saw. ``headers``: raw
+    (name, value) byte pairs."""
+    size = sum(len(n) + len(v) + 4 for n, v in headers)
+    if len(headers) > MAX_HEADERS or size > MAX_HEADER_BYTES:
+        return 431, (f"the request has {len(headers)} headers of {size} bytes; uplink "
+                     f"forwards at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes")
+    lengths = set()
+    for name, value in headers:
+        if not _TOKEN_RE_B.fullmatch(name):
+            return 400, "a header name is not a valid HTTP token; fix the client's headers"
+        shown = name.decode("ascii")
+        if _BAD_FIELD_RE.search(value):
+            return 400, (f"the value of header '{shown}' holds CR, LF, NUL or a folded line; "
+                         "send each header on one line without control characters")
+        if name.lower() == b"content-length":
+            if not _DIGITS_RE.fullmatch(value):
+                return 400, "Content-Length must be plain ASCII digits"
+            lengths.add(int(value))
+    if len(lengths) > 1:
+        return 400, "the request has Content-Length headers that disagree; send one"
+    return None
+
+
+def split_authority(value):
+    """(host as matched, port or None) of a strict ``host[:port]`` (ASCII name or IPv4, or
+    a bracketed IPv6 literal), or None for anything else (``[a]b``, empty, a Unicode full
+    stop, a zone id...)."""
+    m = _AUTHORITY_RE.fullmatch(value) if value.isascii() else None
+    if m is None:
+        return None
+    port = int(m.group(3)) if m.group(3) else None
+    if m.group(1) is not None:
+        try:
+            ipaddress.IPv6Address(m.group(1))
+        except ValueError:
+            return None
+    if port is not None and not 1 <= port <= 65535:
+        return None
+    return normalize_host(m.group(1) or m.group(2)), port
+
+
+def _fail_closed(hook):
+    """Wraps a hook: mitmproxy logs an addon's exception and lets the flow go on, so any
+    exception here denies what the hook was deciding (UplinkFilter._failed) instead."""
+    @functools.wraps(hook)
+    def guarded(self, arg):
+        try:
+            return hook(self, arg)
+        except Exception as e:  # noqa: BLE001 - every failure must deny
+            self._failed(hook.__name__, arg, e)
+        return None
+    return guarded
 
 
 def _host_of_authority(value):
@@ -995,6 +1102,7 @@ class UplinkFilter:
 
     # -- CONNECT and L4
 
+    @_fail_closed
     def http_connect(self, flow):
         self._poll()
         host, port = normalize_host(flow.request.host), flow.request.port
@@ -1007,6 +1115,7 @@ class UplinkFilter:
             self.pending_l4.setdefault(flow.client_conn.id, {})[(host, port)] = rule
             flow.metadata[META] = {"l4": {"name": rule.name, "layer": rule.layer}}
 
+    @_fail_closed
     def next_layer(self, nextlayer):
         context = nextlayer.context
         pending, addr = self.pending_l4.get(context.client.id), context.server.address
@@ -1027,9 +1136,11 @@ class UplinkFilter:
         context.server.uplink_l4 = {"name": rule.name, "layer": rule.layer}
         self._emit("l4", rule, "CONNECT", None, host, port, None, 200)
 
+    @_fail_closed
     def client_disconnected(self, client):
         self.pending_l4.pop(client.id, None)
 
+    @_fail_closed
     def tcp_start(self, flow):
         # Our L4 relay records nothing, so a TCP flow means mitmproxy fell back to raw TCP
         # for a tunnel no l4_forward rule allowed: relay nothing.
@@ -1041,6 +1152,7 @@ class UplinkFilter:
         except Exception:  # noqa: BLE001 - best effort; tcp_message drops the bytes anyway
             pass
 
+    @_fail_closed
     def tcp_message(self, flow):
         if flow.metadata.get(META, {}).get("blocked") and flow.messages:
             flow.messages[-1].content = b""
@@ -1097,6 +1209,7 @@ class UplinkFilter:
             self._emit("deny", None, "CONNECT", None, normalize_host(host), port, None, 502,
                        server.error)
 
+    @_fail_closed
     def server_connect_error(self, data):
         """An l4_forward relay's upstream did not answer (mitmproxy 10 and later call this;
         8.1 does not, see README.md "Known limits")."""
@@ -1107,6 +1220,7 @@ class UplinkFilter:
             self._emit("l4", server.uplink_l4, "CONNECT", None, normalize_host(host), port,
                        None, 502, str(server.error))
 
+    @_fail_closed
     def server_connected(self, data):
         addr = getattr(data.server, "uplink_asked", None)
         if addr is not None:
@@ -1116,46 +1230,65 @@ class UplinkFilter:
 
     # -- HTTP
 
-    def _refusal(self, flow, method, host, path, reason=None):
+    def _refusal(self, flow, method, host, path, reason=None, status=403):
         body = {"error": "denied by uplink", "method": method, "host": host, "path": path,
                 "hint": reason or deny_hint(method, host, path)}
         flow.request.stream = False  # a response and streaming cannot be combined
         return http.Response.make(
-            403, json.dumps(body, ensure_ascii=True).encode() + b"\n",
+            status, json.dumps(body, ensure_ascii=True).encode() + b"\n",
             {"Content-Type": "application/json", "X-Uplink-Denied": "1",
              "Cache-Control": "no-store"})
 
     def _mismatch(self, flow, host):
-        """A request must name the host it is sent to (no fronting through an allowed host)."""
-        hh = flow.request.host_header
-        if hh and _host_of_authority(hh) != host:
-            return (f"the Host header ({_host_of_authority(hh)}) names another host than the "
-                    f"connection ({host}); send the request to the host it is meant for")
+        """A request must name the host it is sent to (no fronting through an allowed host):
+        exactly one Host header on HTTP/1, and it, an absolute-form target inside a tunnel
+        and HTTP/2's :authority must each be a plain host[:port] naming this host and port."""
+        req = flow.request
+        hosts = req.headers.get_all("host")
+        if len(hosts) > 1 or (not hosts and req.http_version.startswith("HTTP/1")):
+            return (f"the request has {len(hosts)} Host headers; send exactly one, naming "
+                    f"{host}")
+        named = [("Host header", v) for v in hosts]
+        if req.authority:  # kept by mitmproxy inside a tunnel: the origin may route by it
+            named.append(("request's authority", req.authority))
+        for what, value in named:
+            hp = split_authority(value)
+            if hp is None:
+                return (f"the {what} ({value[:100]!r}) is not a plain host[:port]; "
+                        f"name {host} as it is")
+            if hp[0] != host or hp[1] not in (None, req.port):
+                return (f"the {what} ({value[:100]}) names another host or port than the "
+                        f"connection ({host}:{req.port}); send the request to the host "
+                        "it is meant for")
         sni = flow.client_conn.sni
         if sni and normalize_host(sni) != host:
             return (f"the TLS server name ({normalize_host(sni)}) differs from the host of the "
                     f"request ({host}); send the request to the host it is meant for")
         return None
 
+    @_fail_closed
     def requestheaders(self, flow):
         self._poll()
         req = flow.request
         host, method = normalize_host(req.host), raw_method(req)
-        reason = self._mismatch(flow, host)
-        rule = None if reason else self.rules.match_request(method, host, req.path, req.port)
+        problem = framing_problem(req.headers.fields)
+        status, reason = problem if problem else (403, self._mismatch(flow, host))
+        overrides = [v for n in METHOD_OVERRIDE_HEADERS for v in req.headers.get_all(n)]
+        rule = None if reason else self.rules.match_request(method, host, req.path, req.port,
+                                                            overrides)
         if rule is not None and rule.headers and req.scheme != "https":
             # Credentials never travel in clear, whatever the rule's hosts allow.
             reason = (f"rule '{rule.name}' injects credentials, which uplink sends only over "
                       f"HTTPS; use https://{host}{req.path}")
             rule = None
         if rule is None:
-            flow.metadata[META] = {"logged": True}
-            flow.response = self._refusal(flow, method, host, req.path, reason)
-            self._emit("deny", None, method, req.scheme, host, req.port, req.path, 403)
+            self._deny(flow, method, host, reason, status)
             return
         meta = {"rule": rule.name, "layer": rule.layer, "decision": "allow", "injected": []}
         flow.metadata[META] = meta
-        plan = self._aws_plan(flow, host, rule)
+        reflect = any(m.strip(" \t").translate(_ASCII_UPPER) in NO_INJECT_METHODS
+                      for m in [method, *overrides])
+        plan = None if reflect else self._aws_plan(flow, host, rule)  # TRACE would echo it
         if flow.response is not None:  # a dummy-signed request this rule does not re-sign
             return
         if plan is not None:
@@ -1183,6 +1316,42 @@ class UplinkFilter:
             meta["injected"] = [name for name, _ in rule.headers]
         if should_stream_request(req.headers):
             req.stream = _Counter()
+
+    def _deny(self, flow, method, host, reason, status=403):
+        """Answers the request with the JSON refusal and writes its audit line. The Expect
+        header goes: mitmproxy would otherwise send 100 Continue first."""
+        req = flow.request
+        flow.metadata[META] = {"logged": True}
+        req.headers.pop("expect", None)
+        flow.response = self._refusal(flow, method, host, req.path, reason, status)
+        self._emit("deny", None, method, req.scheme, host, req.port, req.path, status)
+
+    def _failed(self, hook, arg, exc):
+        """A hook raised: log where (never the message, it may quote a header or a
+        secret) and deny what the hook was deciding."""
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        oplog("error", f"{hook} hook failed ({type(exc).__name__} in {where.name}, line "
+                       f"{where.lineno}); denying what it was deciding")
+        try:
+            if http is not None and isinstance(arg, http.HTTPFlow):
+                if hook in ("http_connect", "requestheaders", "request"):
+                    req = arg.request
+                    self._deny(arg, raw_method(req), normalize_host(req.host),
+                               f"uplink failed while checking this request ({hook}); it is "
+                               "denied. The proxy's log says why; report it", 500)
+                elif hook != "error":
+                    arg.kill()
+            elif hasattr(arg, "server") and hasattr(arg, "client"):  # server_connect data
+                arg.server.error = f"uplink: the {hook} check failed; connection refused"
+            elif hasattr(arg, "layer") and hasattr(arg, "context"):  # next_layer
+                arg.layer = None  # mitmproxy's own choice: intercepted, checked per request
+            elif hasattr(arg, "kill"):  # a TCP flow
+                if getattr(arg, "messages", None):
+                    arg.messages[-1].content = b""
+                arg.kill()
+        except Exception as e2:  # noqa: BLE001
+            oplog("error", f"{hook}: denying after the failure failed too "
+                           f"({type(e2).__name__}); closing nothing more")
 
     def _aws_plan(self, flow, host, rule):
         """How to re-sign a request made with a dummy key, or None (not one). A rule that
@@ -1221,6 +1390,7 @@ class UplinkFilter:
         oplog("info", f"sigv4 {method} {host}: not re-signed: {reason}")
         self._emit("deny", rule, method, req.scheme, host, req.port, req.path, 403, reason)
 
+    @_fail_closed
     def request(self, flow):
         plan = flow.metadata.get(META, {}).get("sign")
         if plan is not None and not plan["s3"]:
@@ -1267,14 +1437,17 @@ class UplinkFilter:
         for name, value in signed:
             req.headers[name] = value
 
+    @_fail_closed
     def responseheaders(self, flow):
         meta = flow.metadata.get(META)
         if meta and "rule" in meta and should_stream_response(flow.response.headers):
             flow.response.stream = _Counter()
 
+    @_fail_closed
     def response(self, flow):
         self._finish(flow)
 
+    @_fail_closed
     def error(self, flow):
         self._finish(flow)
 

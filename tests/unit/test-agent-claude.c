@@ -277,7 +277,10 @@ static void test_claude_md(void **state)
 	assert_true(strncmp(a, "# mine\n\n## Sandbox\n", 19) == 0);
 	assert_true(strncmp(b, "# mine\n\n## Sandbox\n", 19) == 0);
 	assert_true(strncmp(c, "## Sandbox\n", 11) == 0);
-	assert_non_null(strstr(c, "request not permitted by rules"));
+	/* the body filter.py's _refusal sends */
+	assert_non_null(strstr(c, "\"error\": \"denied by uplink\""));
+	assert_non_null(strstr(c, "X-Uplink-Denied: 1"));
+	assert_null(strstr(c, "request not permitted"));
 	assert_non_null(strstr(c, "do not retry it"));
 	up_agent_prepared_free(p);
 }
@@ -459,7 +462,8 @@ static void test_bedrock_contribution(void **state)
 	assert_string_equal(
 		p->auth_rules,
 		"{\"rules\":[{\"name\":\"bedrock-auth\",\"hosts\":"
-		"[\"bedrock-runtime\\\\.[a-z0-9-]+\\\\.amazonaws\\\\.com\"],\"inject\":"
+		"[\"bedrock-runtime\\\\.[a-z0-9-]+\\\\.amazonaws\\\\.com\"],\"methods\":[\"GET\","
+		"\"POST\"],\"inject\":"
 		"{\"headers\":{\"Authorization\":\"Bearer {{keyring:bedrock:key}}\"}}}]}");
 	assert_int_equal(p->expires_at, 0);
 	assert_null(volume(p, "claude-fake-creds"));

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rules.h"
 
@@ -43,6 +44,23 @@ static const char *const decisions[] = {
 	[UP_DECISION_L4] = "l4",
 };
 
+/* The values of the method-override headers among the case's [name, value] pairs. */
+static void collect_overrides(const json_t *headers, const char **out, size_t cap)
+{
+	static const char *const names[] = {"x-http-method-override", "x-http-method",
+					    "x-method-override"};
+	const json_t *h;
+	size_t i, n = 0;
+
+	json_array_foreach (headers, i, h) {
+		const char *name = json_string_value(json_array_get(h, 0));
+		for (size_t j = 0; name && j < sizeof(names) / sizeof(names[0]) && n + 1 < cap; j++)
+			if (!strcasecmp(name, names[j]))
+				out[n++] = json_string_value(json_array_get(h, 1));
+	}
+	out[n] = NULL;
+}
+
 /* Returns NULL when the case agrees, else what differs. */
 static char *run_case(const json_t *c, char *buf, size_t len)
 {
@@ -58,16 +76,17 @@ static char *run_case(const json_t *c, char *buf, size_t len)
 	const struct up_rule *rule;
 	enum up_decision d;
 	bool https = streq(scheme, "https"), same;
-	const char *stage;
+	const char *stage, *overrides[8];
 
 	if (up_ruleset_load_json(rs, doc, problems) < 0) {
 		(void)snprintf(buf, len, "rules do not load: %s",
 			       json_string_value(json_array_get(problems, 0)));
 		goto out;
 	}
-	d = up_ruleset_evaluate(rs, method, https, host,
-				(unsigned)json_integer_value(json_object_get(req, "port")), path,
-				&rule);
+	collect_overrides(json_object_get(req, "headers"), overrides, 8);
+	d = up_ruleset_evaluate_overrides(
+		rs, method, https, host, (unsigned)json_integer_value(json_object_get(req, "port")),
+		path, overrides, &rule);
 	stage = d != UP_DECISION_DENY			       ? NULL
 		: https && !up_ruleset_match_connect(rs, host) ? "connect"
 							       : "request";

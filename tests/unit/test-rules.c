@@ -474,6 +474,59 @@ static void test_matching(void **state)
 	up_ruleset_free(rs);
 }
 
+static void test_unsafe_paths(void **state)
+{
+	static const char *const unsafe[] = {
+		"/ok/../x",  "/ok/%2e%2e/x", "/ok/%2E./x", "/ok/..%2fx", "/ok/..%2Fx",
+		"/ok/a%5cx", "/ok/a\\x",     "/ok/./x",	   "/ok/..;/x",	 "/ok/.;a/x",
+		"/ok/x/..",  "/..",	     ".",
+	};
+	static const char *const safe[] = {
+		"/",	   "/ok/x",  "/ok/.well-known/a", "/ok/...", "/ok/a..b", "/ok/x?y=../z%2f",
+		"/ok/%25", "/ok/%2", "/ok/x%2",		  "/ok/%20",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(unsafe) / sizeof(unsafe[0]); i++)
+		if (!up_path_unsafe(unsafe[i]))
+			fail_msg("%s taken as safe", unsafe[i]);
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (up_path_unsafe(safe[i]))
+			fail_msg("%s refused", safe[i]);
+}
+
+static void test_overrides_and_trace(void **state)
+{
+	int r;
+	struct up_ruleset *rs =
+		finished("rules:\n"
+			 "  - name: post\n    host: 'p\\.example'\n    methods: [POST]\n"
+			 "  - name: ok\n    host: 'o\\.example'\n    paths: ['/ok/.*']\n"
+			 "  - name: inj\n    host: 'i\\.example'\n"
+			 "    inject: {headers: {Authorization: 'Bearer x'}}\n"
+			 "  - name: plain\n    host: 't\\.example'\n",
+			 true, &r);
+	const char *const del[] = {"DELETE", NULL}, *const post[] = {" post\t", NULL};
+	const char *const track[] = {"track", NULL}, *const long_v[] = {"POSTPOSTPOSTPOSTPOST",
+									NULL};
+
+	(void)state;
+	assert_int_equal(r, 0);
+	assert_null(up_ruleset_match_overrides(rs, "POST", "p.example", "/", del));
+	assert_null(up_ruleset_match_overrides(rs, "POST", "p.example", "/", long_v));
+	assert_non_null(up_ruleset_match_overrides(rs, "POST", "p.example", "/", post));
+	assert_non_null(up_ruleset_match(rs, "POST", "p.example", "/"));
+	/* a rule without methods ignores overrides, but an injecting one never takes TRACE */
+	assert_non_null(up_ruleset_match_overrides(rs, "GET", "o.example", "/ok/x", del));
+	assert_null(up_ruleset_match(rs, "GET", "o.example", "/ok/../x"));
+	assert_null(up_ruleset_match(rs, "TRACE", "i.example", "/"));
+	assert_null(up_ruleset_match(rs, "trace", "i.example", "/"));
+	assert_null(up_ruleset_match_overrides(rs, "GET", "i.example", "/", track));
+	assert_non_null(up_ruleset_match(rs, "GET", "i.example", "/"));
+	assert_non_null(up_ruleset_match(rs, "TRACE", "t.example", "/"));
+	up_ruleset_free(rs);
+}
+
 static void test_l4_and_connect(void **state)
 {
 	int r;
@@ -854,6 +907,8 @@ int main(void)
 		cmocka_unit_test(test_aws_sign_render),
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_url_split),
+		cmocka_unit_test(test_unsafe_paths),
+		cmocka_unit_test(test_overrides_and_trace),
 		cmocka_unit_test(test_files),
 	};
 

@@ -38,7 +38,8 @@ def test_vector_in_process(case):
     f = load_filter()
     rules = f.parse_rules({"version": 1, "rules": case["rules"]})
     q, exp = case["request"], case["expect"]
-    v = rules.evaluate(q["method"], q["scheme"], q["host"], q["path"], q["port"])
+    v = rules.evaluate(q["method"], q["scheme"], q["host"], q["path"], q["port"],
+                       headers=q["headers"])
     assert v.decision == exp["decision"]
     assert (v.rule.name if v.rule else None) == exp["rule"]
     assert (v.rule.layer if v.rule else None) == exp["layer"]
