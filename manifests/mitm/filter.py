@@ -25,13 +25,14 @@ import sys
 import tempfile
 import time
 import traceback
-from urllib.parse import quote, unquote, unquote_plus
+from urllib.parse import quote, unquote, unquote_plus, unquote_to_bytes
 
 try:  # the policy part works without mitmproxy
     from mitmproxy import ctx, exceptions, http
+    from mitmproxy.proxy import commands as mcommands
     from mitmproxy.proxy import layers as mlayers
 except ImportError:  # pragma: no cover - exercised by the in-process tests
-    ctx = exceptions = http = mlayers = None
+    ctx = exceptions = http = mcommands = mlayers = None
 
 FORMAT_VERSION = 1
 STREAM_THRESHOLD = 1024 * 1024          # bodies above this (or of unknown size) stream
@@ -589,13 +590,24 @@ def _remove_dot_segments(path):
     return res if res.startswith("/") else "/" + res
 
 
+def _raw(s):
+    """The bytes a str from mitmproxy stands for (it decodes invalid UTF-8 with
+    surrogateescape; a strict encode would raise)."""
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _uri_encode(b):
+    return quote(b, safe="-_.~")
+
+
 def _canonical_query(query):
     pairs = []
     for part in query.split("&"):
         if not part:
             continue
         key, _, value = part.partition("=")
-        pairs.append((quote(unquote(key), safe="-_.~"), quote(unquote(value), safe="-_.~")))
+        pairs.append((_uri_encode(unquote_to_bytes(_raw(key))),
+                      _uri_encode(unquote_to_bytes(_raw(value)))))
     return "&".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
@@ -614,7 +626,7 @@ def sigv4_sign(method, path, headers, *, host, service, region, access_key, secr
     raw_path, _, query = path.partition("?")
     uri = raw_path or "/"
     if not s3:
-        uri = quote(_remove_dot_segments(uri), safe="/~")
+        uri = quote(_raw(_remove_dot_segments(uri)), safe="/~")
     added = [("x-amz-date", amz_date), ("x-amz-content-sha256", payload_hash)]
     if session_token:
         added.append(("x-amz-security-token", session_token))
@@ -635,7 +647,7 @@ def sigv4_sign(method, path, headers, *, host, service, region, access_key, secr
     date = amz_date[:8]
     scope = f"{date}/{region}/{service}/aws4_request"
     to_sign = "\n".join(("AWS4-HMAC-SHA256", amz_date, scope,
-                         hashlib.sha256(creq.encode("utf-8")).hexdigest()))
+                         hashlib.sha256(_raw(creq)).hexdigest()))
     key = _hmac(("AWS4" + secret_key).encode("utf-8"), date)
     for part in (region, service, "aws4_request"):
         key = _hmac(key, part)
@@ -968,6 +980,77 @@ def refusal_of_address(rules, ip, extra=()):
             f"that IP to reach it")
 
 
+# --------------------------------------------------------------------------- connections
+# mitmproxy (8 and 12) offers addons no way to close a connection or to answer a request
+# before its body is read; these reach into its connection handlers, the same attributes
+# in both versions, and do nothing when they are not found.
+
+def _handler_of(client_id):
+    """mitmproxy's handler of the client connection with this id, or None."""
+    server = ctx.master.addons.get("proxyserver") if ctx is not None else None
+    conns = getattr(server, "connections", None) or getattr(server, "_connections", None) or {}
+    for handler in list(conns.values()):
+        if getattr(getattr(handler, "client", None), "id", None) == client_id:
+            return handler
+    return None
+
+
+def close_client(client_id):
+    """Closes a client connection (and so its upstream); False if it is not found."""
+    handler = _handler_of(client_id)
+    if handler is None:
+        return False
+    handler.close_connection(handler.client)
+    return True
+
+
+def _stream_of(flow):
+    """The HTTP stream (layer) handling this flow, found from the connection's root layer."""
+    handler = _handler_of(flow.client_conn.id)
+    todo, seen = [getattr(handler, "layer", None)], set()
+    while todo:
+        obj = todo.pop()
+        if obj is None or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if getattr(obj, "flow", None) is flow and hasattr(obj, "start_request_stream"):
+            return obj
+        todo.extend(getattr(obj, name, None) for name in ("layer", "child_layer"))
+        # a layer that hands its events on (mitmproxy 8's HttpProxy) keeps only the method
+        todo.append(getattr(getattr(obj, "_handle_event", None), "__self__", None))
+        streams = getattr(obj, "streams", None)
+        if isinstance(streams, dict):
+            todo.extend(streams.values())
+    return None
+
+
+def answer_before_body(flow):
+    """Makes mitmproxy send the response set at requestheaders at once and, on HTTP/1,
+    close the connection, instead of reading (and buffering) the whole body first.
+    False if that cannot be arranged (the answer then follows the body)."""
+    stream = _stream_of(flow)
+    if stream is None or mcommands is None:
+        return False
+    http1 = flow.request.http_version.startswith("HTTP/1")
+
+    def start_request_stream():  # called by mitmproxy right after requestheaders
+        stream.client_state = stream.state_done  # send_response then ends the stream
+        yield from stream.send_response()
+        stream.client_state = stream.state_errored  # the rest of the body is dropped
+        if http1:
+            yield mcommands.CloseConnection(stream.context.client)
+
+    stream.start_request_stream = start_request_stream
+    if http1:
+        flow.response.headers["Connection"] = "close"
+    flow.request.stream = True
+    return True
+
+
+def _has_body(req):
+    return "transfer-encoding" in req.headers or _declared_length(req.headers) not in (None, 0)
+
+
 # --------------------------------------------------------------------------- addon
 
 class UplinkFilter:
@@ -977,6 +1060,7 @@ class UplinkFilter:
         self.creds_file = Watched("aws credentials", parse_aws_creds, {})
         self.reload_s = DEFAULT_RELOAD_MS / 1000.0
         self.pending_l4 = {}   # client connection id -> {(host, port): rule}
+        self.open_l4 = {}      # client connection id -> (host, port) of its open relay
         self.ca_bundle = None  # the combined upstream bundle we wrote
         self.refuse_cidrs = ()  # uplink_refuse_cidrs
 
@@ -1067,6 +1151,20 @@ class UplinkFilter:
         for watched in (self.rules_file, self.creds_file):
             if watched.poll(self.reload_s) is True:
                 self._log_loaded(watched)
+                if watched is self.rules_file:
+                    self._close_revoked_relays()
+
+    def _close_revoked_relays(self):
+        """A reload that takes away a relay's l4_forward rule closes the relay."""
+        for client_id, (host, port) in list(self.open_l4.items()):
+            rule = self.rules.match_connect(host)
+            if rule is not None and rule.l4:
+                continue
+            del self.open_l4[client_id]
+            closed = close_client(client_id)
+            oplog("info" if closed else "warn",
+                  f"l4 relay to {host}:{port}: its rule is gone, "
+                  + ("relay closed" if closed else "cannot close it (connection not found)"))
 
     def _combine_upstream_ca(self, extra):
         try:
@@ -1134,11 +1232,13 @@ class UplinkFilter:
         nextlayer.layer = mlayers.TCPLayer(context, ignore=True)  # records nothing
         # server_connect logs a refusal, server_connect_error a failure (no flow does)
         context.server.uplink_l4 = {"name": rule.name, "layer": rule.layer}
+        self.open_l4[context.client.id] = (host, port)
         self._emit("l4", rule, "CONNECT", None, host, port, None, 200)
 
     @_fail_closed
     def client_disconnected(self, client):
         self.pending_l4.pop(client.id, None)
+        self.open_l4.pop(client.id, None)
 
     @_fail_closed
     def tcp_start(self, flow):
@@ -1283,6 +1383,9 @@ class UplinkFilter:
             rule = None
         if rule is None:
             self._deny(flow, method, host, reason, status)
+            if _has_body(req) and not answer_before_body(flow):
+                oplog("warn", "could not answer a denied request before its body; "
+                              "mitmproxy reads the body first")
             return
         meta = {"rule": rule.name, "layer": rule.layer, "decision": "allow", "injected": []}
         flow.metadata[META] = meta
