@@ -29,10 +29,9 @@ from urllib.parse import quote, unquote, unquote_plus, unquote_to_bytes
 
 try:  # the policy part works without mitmproxy
     from mitmproxy import ctx, exceptions, http
-    from mitmproxy.proxy import commands as mcommands
     from mitmproxy.proxy import layers as mlayers
 except ImportError:  # pragma: no cover - exercised by the in-process tests
-    ctx = exceptions = http = mcommands = mlayers = None
+    ctx = exceptions = http = mlayers = None
 
 FORMAT_VERSION = 1
 STREAM_THRESHOLD = 1024 * 1024          # bodies above this (or of unknown size) stream
@@ -1025,24 +1024,23 @@ def _stream_of(flow):
 
 
 def answer_before_body(flow):
-    """Makes mitmproxy send the response set at requestheaders at once and, on HTTP/1,
-    close the connection, instead of reading (and buffering) the whole body first.
+    """Makes mitmproxy send the response set at requestheaders at once, instead of reading
+    (and buffering) the whole body first; the body is then dropped as it arrives and, on
+    HTTP/1, the connection closed once it ended (closing earlier would make the kernel
+    reset the connection, and a client still sending its body would lose the answer).
     False if that cannot be arranged (the answer then follows the body)."""
     stream = _stream_of(flow)
-    if stream is None or mcommands is None:
+    if stream is None:
         return False
-    http1 = flow.request.http_version.startswith("HTTP/1")
 
     def start_request_stream():  # called by mitmproxy right after requestheaders
         stream.client_state = stream.state_done  # send_response then ends the stream
         yield from stream.send_response()
         stream.client_state = stream.state_errored  # the rest of the body is dropped
-        if http1:
-            yield mcommands.CloseConnection(stream.context.client)
 
     stream.start_request_stream = start_request_stream
-    if http1:
-        flow.response.headers["Connection"] = "close"
+    if flow.request.http_version.startswith("HTTP/1"):
+        flow.response.headers["Connection"] = "close"  # mitmproxy closes after the body
     flow.request.stream = True
     return True
 

@@ -4,8 +4,6 @@ echo upstream: each must be answered by uplink (JSON body, X-Uplink-Denied, audi
 and reach the upstream never, or only as the rules allow (issue 13)."""
 
 import json
-import socket
-import time
 import uuid
 
 import pytest
@@ -263,27 +261,29 @@ def test_l4_relay_is_closed_when_a_reload_removes_its_rule(proxy):
 # ------------------------------------------------------------------ 13: big requests
 
 def test_big_denied_body_is_answered_before_it_is_sent(proxy):
+    size, block = 64 << 20, b"x" * (1 << 20)
     tid = uuid.uuid4().hex
     with proxy.lock:
         proxy.set_rules([R("get", methods=["GET"], inject=INJECT)])
         before = len(proxy.mitm.audit())
+        rss0 = proxy.mitm.rss_kib()
         conn = Raw(proxy)
         try:
             conn.send(head(["POST /upload HTTP/1.1", f"Host: {HOST}",
-                            f"Content-Length: {64 << 20}"], tid))
-            conn.send(b"x" * 65536)  # the start of 64 MiB: the rest never comes
+                            f"Content-Length: {size}"], tid))
+            conn.send(block)  # the first MiB of 64: the answer comes before the rest
             status, headers, body = conn.response()
-            conn.sock.settimeout(10)
-            try:
-                eof = conn.sock.recv(1) == b""
-            except (ConnectionResetError, socket.timeout):
-                eof = False
+            for _ in range(size // len(block) - 1):  # the client goes on sending
+                conn.send(block)
+            rss1 = proxy.mitm.rss_kib()
+            eof = conn.sock.recv(1) == b""  # closed once the body ended
         finally:
             conn.close()
         audit = proxy.mitm.audit()[before:]
     assert status == 403 and json.loads(body)["error"] == "denied by uplink"
     assert dict((n.lower(), v) for n, v in headers).get("connection") == "close"
-    assert eof, "the proxy kept the connection open to read the rest of the body"
+    assert eof
+    assert rss1 - rss0 < 16 * 1024, f"mitmdump grew by {rss1 - rss0} KiB: the body was kept"
     assert [a["decision"] for a in audit] == ["deny"]
     assert proxy.echo.find(tid) == []
 
@@ -297,3 +297,43 @@ def test_header_block_over_the_caps_gets_431(proxy, extra):
     assert (f.MAX_HEADERS, f.MAX_HEADER_BYTES) == (256, 64 * 1024)
     assert_denied(raw_exchange(proxy, [R("api", inject=INJECT)],
                                ["GET / HTTP/1.1", f"Host: {HOST}", *extra]), 431)
+
+
+def test_every_hook_fails_closed(capsys):
+    """In process, with mitmproxy's test flows: whatever a hook raises, the flow it was
+    deciding is denied or killed, and the log names the failure but never its message."""
+    import io
+
+    from mitmproxy.test import tflow
+
+    f = load_filter()
+    addon = f.UplinkFilter(audit=f.AuditLog(io.StringIO()))
+
+    def boom(*_args, **_kw):
+        raise RuntimeError("uplink-sentinel quoted in a message")
+
+    addon._poll = boom  # every deciding hook polls first
+    for hook in ("http_connect", "requestheaders"):
+        flow = tflow.tflow()
+        assert getattr(addon, hook)(flow) is None
+        assert flow.response.status_code == 500, hook
+        assert flow.response.headers["X-Uplink-Denied"] == "1"
+        assert json.loads(flow.response.content)["error"] == "denied by uplink"
+    flow = tflow.tflow()
+    flow.metadata[f.META] = {"sign": {"s3": False, "akid": "X"}}
+    addon._sign = boom
+    addon.request(flow)
+    assert flow.response.status_code == 500
+    addon._finish = boom
+    flow = tflow.tflow(resp=True)
+    flow.live = True
+    addon.response(flow)
+    assert flow.error and flow.error.msg == flow.error.KILLED_MESSAGE
+    addon._emit = boom
+    tcp = tflow.ttcpflow()
+    tcp.live = True
+    addon.tcp_start(tcp)
+    assert tcp.error and tcp.error.msg == tcp.error.KILLED_MESSAGE
+    err = capsys.readouterr().err
+    assert "requestheaders hook failed (RuntimeError in boom" in err
+    assert "uplink-sentinel" not in err
