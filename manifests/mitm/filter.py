@@ -1379,6 +1379,10 @@ class UplinkFilter:
             reason = (f"rule '{rule.name}' injects credentials, which uplink sends only over "
                       f"HTTPS; use https://{host}{req.path}")
             rule = None
+        if rule is None and reason is None and unsafe_path(req.path):
+            reason = ("the path holds a dot segment or an encoded '/', '\\' or '.', which "
+                      "rules with paths refuse (an origin may read it as another path); "
+                      "send the path in its plain form")
         if rule is None:
             self._deny(flow, method, host, reason, status)
             if _has_body(req) and not answer_before_body(flow):

@@ -82,7 +82,9 @@ def test_refresh_expired_token(home, token_server):
                                 "sk-ant-ort01-uplink-sentinel-oldrefresh"}
     # the mitm injects the new token; it expires when the endpoint said
     rules = json.loads(out["auth_rules"])["rules"]
+    # explicit methods, never TRACE (its answer would echo the token)
     assert rules == [{"name": "anthropic-auth", "hosts": [r"api\.anthropic\.com"],
+                      "methods": ["GET", "HEAD", "POST", "DELETE"],
                       "inject": {"headers": {"Authorization": "Bearer " + NEW["access_token"]}}}]
     assert out["expires_at"] == NOW + 28800
     # the host file has the new tokens (the old refresh token is spent), still 0600

@@ -114,7 +114,8 @@ def test_trace_never_gets_the_credential(proxy, lines):
                                   "/ok/..\\secret", "/ok/./../secret"])
 def test_dot_segments_and_encoded_separators_are_denied(proxy, path):
     rules = [R("ok", paths=["/ok/.*"], inject=INJECT)]
-    assert_denied(raw_exchange(proxy, rules, [f"GET {path} HTTP/1.1", f"Host: {HOST}"]))
+    doc = assert_denied(raw_exchange(proxy, rules, [f"GET {path} HTTP/1.1", f"Host: {HOST}"]))
+    assert "plain form" in doc["hint"]
 
 
 def test_plain_path_under_the_prefix_is_allowed(proxy):
