@@ -840,7 +840,7 @@ MAX_HEADERS = 256
 MAX_HEADER_BYTES = 64 * 1024
 _TOKEN_RE_B = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BAD_FIELD_RE = re.compile(rb"[\x00\r\n]")  # mitmproxy joins an obs-fold line with CR LF
-_DIGITS_RE = re.compile(rb"[0-9]+")
+_DIGITS_RE = re.compile(rb"[0-9]{1,18}")  # more digits would overflow any origin's size type
 _AUTHORITY_RE = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::([0-9]{1,5}))?")
 
 
@@ -864,7 +864,7 @@ def framing_problem(headers):
                          "send each header on one line without control characters")
         if name.lower() == b"content-length":
             if not _DIGITS_RE.fullmatch(value):
-                return 400, "Content-Length must be plain ASCII digits"
+                return 400, "Content-Length must be plain ASCII digits (at most 18)"
             lengths.add(int(value))
     if len(lengths) > 1:
         return 400, "the request has Content-Length headers that disagree; send one"

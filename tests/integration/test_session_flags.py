@@ -926,7 +926,10 @@ def test_kube_context_objects(env, ctx, inject, certs):
     rules = rules_json(by)["rules"]
     kube = [x for x in rules if x["layer"] == "kube"]
     assert kube == [{"name": "kube-" + ctx, "layer": "kube", "source": "kubeconfig:" + ctx,
-                     "hosts": ["127\\.0\\.0\\.1"], "port": env.fk.port, "inject": inject(f)}]
+                     "hosts": ["127\\.0\\.0\\.1"],
+                     # kubectl's methods, never TRACE (its answer would echo the token)
+                     "methods": ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"],
+                     "port": env.fk.port, "inject": inject(f)}]
     assert rules.index(kube[0]) == 1  # after the agent's auth rule, before everything else
     # the cluster CA joins the --mitm-ca-cert files in the upstream bundle
     assert secret(by, "upstream-ca", "bundle.pem") == PEM_B + f["ca"]

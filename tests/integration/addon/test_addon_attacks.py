@@ -135,10 +135,11 @@ SMUGGLED = b"GET /admin HTTP/1.1\r\nHost: api.example.com\r\n\r\n"
     ([b"Content-Length: 0_64"], SMUGGLED.ljust(64, b"x")),
     ([b"Content-Length: +64"], SMUGGLED.ljust(64, b"x")),
     (["Content-Length: \uff16\uff14".encode()], SMUGGLED.ljust(64, b"x")),
+    ([b"Content-Length: " + b"1" * 30], b""),
     ([b"X-A: a\x00b"], b""),
     ([b"X-A: a\rGET /admin HTTP/1.1"], b""),
     ([b"X-A: a", b" folded"], b""),
-], ids=["underscore", "plus", "fullwidth", "nul", "cr", "obs-fold"])
+], ids=["underscore", "plus", "fullwidth", "huge", "nul", "cr", "obs-fold"])
 def test_malformed_framing_is_denied(proxy, extra, body):
     rules = [R("api", methods=["POST"], inject=INJECT)]
     result = raw_exchange(proxy, rules, [b"POST /x HTTP/1.1", f"Host: {HOST}".encode(), *extra],
