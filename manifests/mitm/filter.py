@@ -38,6 +38,7 @@ STREAM_THRESHOLD = 1024 * 1024          # bodies above this (or of unknown size)
 SIGV4_BUFFER_WARN = 8 * 1024 * 1024     # a body this big buffered for signing is logged
 HOST_CACHE_MAX = 4096                   # per rule set, cleared when full
 DEFAULT_RELOAD_MS = 1000
+TICK_MIN_S = 0.25                       # the periodic rules check runs at most this often
 METHODS = frozenset("GET POST PUT DELETE PATCH HEAD OPTIONS CONNECT TRACE".split())
 META = "uplink"
 
@@ -1151,6 +1152,19 @@ class UplinkFilter:
                 self._log_loaded(watched)
                 if watched is self.rules_file:
                     self._close_revoked_relays()
+
+    def running(self):
+        """Rules are also re-read on a timer, not only when traffic comes, so that a reload
+        closes an idle relay whose rule it removed."""
+        self._tick_loop = asyncio.get_running_loop()
+        self._tick_loop.call_later(max(self.reload_s, TICK_MIN_S), self._tick)
+
+    def _tick(self):
+        try:
+            self._poll()
+        except Exception as e:  # noqa: BLE001 - the timer must go on
+            oplog("error", f"periodic rules check failed ({type(e).__name__})")
+        self._tick_loop.call_later(max(self.reload_s, TICK_MIN_S), self._tick)
 
     def _close_revoked_relays(self):
         """A reload that takes away a relay's l4_forward rule closes the relay."""

@@ -245,10 +245,7 @@ def test_l4_relay_is_closed_when_a_reload_removes_its_rule(proxy):
         while len(got) < 9:
             got += sock.recv(64)
         assert got == b"\x00RAW ping"
-        proxy.set_rules([R("api")])
-        # any later connection makes the proxy look at the rules again
-        assert send(proxy.port, "https", HOST, 443, "GET", "/", trust=proxy.pki.mitm_ca).status \
-            == 200
+        proxy.set_rules([R("api")])  # no other traffic: the proxy's timer notices it
         sock.settimeout(10)
         try:
             rest = sock.recv(64)  # the proxy closes the relay: end of stream
