@@ -1383,20 +1383,8 @@ class UplinkFilter:
         self._poll()
         req = flow.request
         host, method = normalize_host(req.host), raw_method(req)
-        problem = framing_problem(req.headers.fields)
-        status, reason = problem if problem else (403, self._mismatch(flow, host))
         overrides = [v for n in METHOD_OVERRIDE_HEADERS for v in req.headers.get_all(n)]
-        rule = None if reason else self.rules.match_request(method, host, req.path, req.port,
-                                                            overrides)
-        if rule is not None and rule.headers and req.scheme != "https":
-            # Credentials never travel in clear, whatever the rule's hosts allow.
-            reason = (f"rule '{rule.name}' injects credentials, which uplink sends only over "
-                      f"HTTPS; use https://{host}{req.path}")
-            rule = None
-        if rule is None and reason is None and unsafe_path(req.path):
-            reason = ("the path holds a dot segment or an encoded '/', '\\' or '.', which "
-                      "rules with paths refuse (an origin may read it as another path); "
-                      "send the path in its plain form")
+        rule, status, reason = self._decide(flow, method, host, overrides)
         if rule is None:
             self._deny(flow, method, host, reason, status)
             if _has_body(req) and not answer_before_body(flow):
@@ -1435,6 +1423,25 @@ class UplinkFilter:
             meta["injected"] = [name for name, _ in rule.headers]
         if should_stream_request(req.headers):
             req.stream = _Counter()
+
+    def _decide(self, flow, method, host, overrides):
+        """(rule, status, reason): the allowing rule, or None with the status and the
+        reason (None: the generic hint) of the denial."""
+        req = flow.request
+        problem = framing_problem(req.headers.fields)
+        status, reason = problem if problem else (403, self._mismatch(flow, host))
+        rule = None if reason else self.rules.match_request(method, host, req.path, req.port,
+                                                            overrides)
+        if rule is not None and rule.headers and req.scheme != "https":
+            # Credentials never travel in clear, whatever the rule's hosts allow.
+            reason = (f"rule '{rule.name}' injects credentials, which uplink sends only over "
+                      f"HTTPS; use https://{host}{req.path}")
+            rule = None
+        if rule is None and reason is None and unsafe_path(req.path):
+            reason = ("the path holds a dot segment or an encoded '/', '\\' or '.', which "
+                      "rules with paths refuse (an origin may read it as another path); "
+                      "send the path in its plain form")
+        return rule, status, reason
 
     def _deny(self, flow, method, host, reason, status=403):
         """Answers the request with the JSON refusal and writes its audit line. The Expect
