@@ -512,16 +512,16 @@ static void test_overrides_and_trace(void **state)
 
 	(void)state;
 	assert_int_equal(r, 0);
-	assert_null(up_ruleset_match_overrides(rs, "POST", "p.example", "/", del));
-	assert_null(up_ruleset_match_overrides(rs, "POST", "p.example", "/", long_v));
-	assert_non_null(up_ruleset_match_overrides(rs, "POST", "p.example", "/", post));
+	assert_null(up_ruleset_match_overrides(rs, "POST", "p.example", 0, "/", del));
+	assert_null(up_ruleset_match_overrides(rs, "POST", "p.example", 0, "/", long_v));
+	assert_non_null(up_ruleset_match_overrides(rs, "POST", "p.example", 0, "/", post));
 	assert_non_null(up_ruleset_match(rs, "POST", "p.example", "/"));
 	/* a rule without methods ignores overrides, but an injecting one never takes TRACE */
-	assert_non_null(up_ruleset_match_overrides(rs, "GET", "o.example", "/ok/x", del));
+	assert_non_null(up_ruleset_match_overrides(rs, "GET", "o.example", 0, "/ok/x", del));
 	assert_null(up_ruleset_match(rs, "GET", "o.example", "/ok/../x"));
 	assert_null(up_ruleset_match(rs, "TRACE", "i.example", "/"));
 	assert_null(up_ruleset_match(rs, "trace", "i.example", "/"));
-	assert_null(up_ruleset_match_overrides(rs, "GET", "i.example", "/", track));
+	assert_null(up_ruleset_match_overrides(rs, "GET", "i.example", 0, "/", track));
 	assert_non_null(up_ruleset_match(rs, "GET", "i.example", "/"));
 	assert_non_null(up_ruleset_match(rs, "TRACE", "t.example", "/"));
 	up_ruleset_free(rs);

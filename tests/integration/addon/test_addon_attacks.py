@@ -191,7 +191,8 @@ def test_rules_nested_too_deep_keep_the_last_good_ones(proxy):
 
 def test_sigv4_path_with_invalid_utf8_is_signed(proxy):
     host = "sqs.us-east-1.amazonaws.com"
-    rules = [{"name": "sqs", "layer": "user", "hosts": ["sqs\\.us-east-1\\.amazonaws\\.com"]}]
+    rules = [{"name": "sqs", "layer": "user", "hosts": ["sqs\\.us-east-1\\.amazonaws\\.com"],
+              "aws_sign": True}]
     auth = (f"Authorization: AWS4-HMAC-SHA256 Credential={AWS_DUMMY}/20200101/us-east-1/sqs/"
             "aws4_request, SignedHeaders=host;x-amz-date, Signature=" + "0" * 64)
     st, _, doc, got, _ = raw_exchange(proxy, rules, [
