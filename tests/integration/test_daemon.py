@@ -5,7 +5,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -143,8 +142,11 @@ def test_sigterm_with_open_connections_exits_cleanly(tmpdir_short):
             clients.append(c)
         # One with half a request buffered, one mid-batch.
         clients[0].send_raw('{"jsonrpc":"2.0","id":1,"meth')
-        clients[1].send_raw('[{"jsonrpc":"2.0","id":1,"method":"daemon.status"}]\n')
-        time.sleep(0.2)
+        clients[1].send_raw('[{"jsonrpc":"2.0","id":1,"method":"daemon.status"}]\n'
+                            '[{"jsonrpc":"2.0","id":2,"method":"daemon.status"}]\n')
+        # The first batch answered (no sleep): uplinkd is mid-way through clients[1]'s input,
+        # and clients[0]'s half request, sent before, is on its side of the socket.
+        assert isinstance(clients[1].recv_msg(), list)
     finally:
         rc = d.stop(signal.SIGTERM, timeout=60)
         for c in clients:
@@ -201,7 +203,9 @@ def test_socket_unit_activates_the_service_binary(tmpdir_short):
     p = subprocess.Popen(["systemd-socket-activate", "-l", str(sock), f"--fdname={fdname}",
                           "-E", f"XDG_RUNTIME_DIR={run}", uplinkd_bin()], env=env, stdout=log, stderr=log)
     try:
-        wait_for(sock.exists, what="the activation socket")
+        # It prints this once it listens; the path exists as soon as it is bound.
+        wait_for(lambda: f"Listening on {sock} as ".encode() in (tmpdir_short / "act.log").read_bytes(),
+                 what="systemd-socket-activate to listen")
         r = subprocess.run([str(build_dir() / "client" / "uplink"), "status", "--json"], env=env,
                            capture_output=True, text=True, timeout=10)
         assert r.returncode == 0, r.stderr

@@ -5,11 +5,10 @@ kind of notification the way the sessions do."""
 
 import os
 import subprocess
-import time
 
 import pytest
 
-from uplinktest import Daemon, RpcError, wait_for
+from uplinktest import Daemon, RpcError, start_dbus_daemon, wait_for
 
 dbus = pytest.importorskip("dbus")
 
@@ -40,14 +39,12 @@ class Bus:
         self.dir = tmp / "bus"
         self.dir.mkdir(mode=0o700)
         self.path = self.dir / "bus"
-        self.address = f"unix:path={self.path}"
         cfg = self.dir / "bus.conf"
         cfg.write_text(BUS_CONFIG.format(path=self.path))
-        self.proc = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={cfg}"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.mock = None
         self.conn = None
-        wait_for(self.path.exists, what="dbus-daemon's socket")
+        # Ready once it prints the address: the socket file exists before it listens.
+        self.proc, self.address = start_dbus_daemon(f"--config-file={cfg}")
 
     def env(self):
         return {"DBUS_SESSION_BUS_ADDRESS": self.address}
@@ -86,6 +83,8 @@ class Bus:
         self.server().ClearCalls(dbus_interface=MOCK)
 
     def close(self):
+        if self.proc.stdout:
+            self.proc.stdout.close()
         for p in (self.mock, self.proc):
             if p and p.poll() is None:
                 p.terminate()
@@ -132,12 +131,25 @@ def notify(d, **params):
         return c.call("debug.notify", params)
 
 
-def one_notify(bus, settle=0.3):
-    wait_for(lambda: len(bus.notify_calls()) >= 1, timeout=10, what="a Notify call")
-    time.sleep(settle)
+BARRIER = "uplinktest barrier"
+
+
+def barrier(d, bus):
+    """Every Notify uplinkd sent before this call is in the mock's log once it returns: the
+    daemon sends them in order on its one bus connection, and the marker's Notify comes last.
+    Returns the calls before the marker (the marker is cleared with them)."""
+    notify(d, kind="credential", id="999999999999", reason=BARRIER)
+    wait_for(lambda: any(BARRIER in c["body"] for c in bus.notify_calls()), what="the marker's Notify")
     calls = bus.notify_calls()
-    assert len(calls) == 1, calls
     bus.clear()
+    at = next(i for i, c in enumerate(calls) if BARRIER in c["body"])
+    assert at == len(calls) - 1, calls
+    return calls[:at]
+
+
+def one_notify(d, bus):
+    calls = barrier(d, bus)
+    assert len(calls) == 1, calls
     return calls[0]
 
 
@@ -146,7 +158,7 @@ def test_exited_sends_exactly_one_notify(served):
     res = notify(d, kind="exited", id="aaaaaaaaaaaa", agent="claude", cwd="/home/u/proj",
                  exit_code=3, duration=3725, denied=2)
     assert res["backend"] == "dbus"
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert n["app"] == "uplink"
     assert n["summary"] == "claude finished"
     assert n["body"] == ("Session aaaaaaaaaaaa in /home/u/proj\nExited with code 3 after 1h02m.\n"
@@ -160,13 +172,13 @@ def test_exited_sends_exactly_one_notify(served):
 def test_body_markup_is_escaped_when_the_server_reads_markup(served):
     d, bus = served
     notify(d, kind="exited", id="aaaaaaaaaaaa", cwd="/src/a&b<c>", exit_code=0)
-    assert one_notify(bus)["body"].startswith("Session aaaaaaaaaaaa in /src/a&amp;b&lt;c&gt;\n")
+    assert one_notify(d, bus)["body"].startswith("Session aaaaaaaaaaaa in /src/a&amp;b&lt;c&gt;\n")
 
 
 def test_failed_is_critical(served):
     d, bus = served
     notify(d, kind="failed", id="bbbbbbbbbbbb", reason="the agent pod was evicted", duration=42)
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert n["summary"] == "claude session failed"
     assert n["body"] == ("Session bbbbbbbbbbbb in /home/user/src\n"
                          "Failed after 42s: the agent pod was evicted")
@@ -177,21 +189,21 @@ def test_failed_is_critical(served):
 def test_stopped_expiring_and_credentials(served):
     d, bus = served
     notify(d, kind="stopped", id="cccccccccccc", reason="stopped by the user", duration=90)
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert (n["summary"], n["urgency"]) == ("claude session stopped", 1)
     assert "Stopped after 1m: stopped by the user." in n["body"]
 
     notify(d, kind="expiring", id="cccccccccccc", limit="ttl", **{"in": 600})
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert n["summary"] == "claude session stops in 10m"
     assert "lifetime limit (--ttl) in 10m" in n["body"] and n["urgency"] == 1
 
     notify(d, kind="expiring", id="cccccccccccc", limit="idle", **{"in": 600})
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert "idle limit (--idle-timeout)" in n["body"] and "uplink attach cccccccccccc" in n["body"]
 
     notify(d, kind="credential", agent="claude", id="cccccccccccc", reason="the token endpoint said 401")
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert n["summary"] == "claude credentials could not be refreshed"
     assert n["body"] == "Session cccccccccccc: the token endpoint said 401"
     assert n["urgency"] == 2
@@ -203,31 +215,33 @@ def test_denied_bursts_are_rate_limited(served):
     sent = [notify(d, kind="denied", id="dddddddddddd", what=f"GET evil.example/{i}")["sent"]
             for i in range(5)]
     assert sent == [True, False, False, False, False]
-    n = one_notify(bus)
+    n = one_notify(d, bus)
     assert n["summary"] == "Requests denied in session dddddddddddd"
     assert n["body"] == "Session dddddddddddd: a request was denied: GET evil.example/0"
     assert n["urgency"] == 1
     # Another session has its own minute.
     assert notify(d, kind="denied", id="eeeeeeeeeeee")["sent"] is True
-    one_notify(bus)
+    one_notify(d, bus)
     # Denials counted while muted show up in that session's exit notification.
     notify(d, kind="exited", id="dddddddddddd", exit_code=0)
-    assert "5 requests were denied." in one_notify(bus)["body"]
+    assert "5 requests were denied." in one_notify(d, bus)["body"]
 
 
 def test_show_log_action_opens_the_terminal(tmpdir_short, bus):
     bus.start_server()
     out = tmpdir_short / "term.out"
     term = tmpdir_short / "term.sh"
-    term.write_text(f"#!/bin/sh\necho \"$@\" > {out}\n")
+    term.write_text(f"#!/bin/sh\necho \"$@\" > {out}.part && mv {out}.part {out}\n")
     term.chmod(0o755)
     d = start_daemon(tmpdir_short, {**bus.env(), "TERMINAL": str(term)})
     try:
         notify(d, kind="exited", id="ffffffffffff", exit_code=0)
+        # Once the mock has logged the call it has sent its reply (with the id), and the signal
+        # it emits after that reaches uplinkd after the reply: no wait for the daemon to read it.
         wait_for(lambda: bus.notify_calls(), what="the Notify")
-        time.sleep(0.2)  # the daemon reads the id from the reply
         bus.server().EmitSignal(NAME, "ActionInvoked", "us", [dbus.UInt32(1), "show-log"],
                                 dbus_interface=MOCK)
+        # The terminal stand-in renames its output into place when it has written it all.
         wait_for(out.exists, what="$TERMINAL to run")
         assert out.read_text().strip() == "-e uplink logs ffffffffffff"
     finally:
@@ -238,9 +252,9 @@ def test_no_actions_means_no_show_log(tmpdir_short, bus):
     bus.start_server(caps="body")
     d = start_daemon(tmpdir_short, bus.env())
     try:
-        time.sleep(0.3)  # GetCapabilities answered
+        # Notifications wait in uplinkd until GetCapabilities is answered: no wait for it here.
         notify(d, kind="exited", id="aaaaaaaaaaaa", cwd="/src/a&b", exit_code=0)
-        n = one_notify(bus)
+        n = one_notify(d, bus)
         assert n["actions"] == []
         assert n["body"].startswith("Session aaaaaaaaaaaa in /src/a&b\n")  # no markup: as is
     finally:
@@ -283,8 +297,10 @@ def test_notifications_off(tmpdir_short, bus):
     try:
         res = notify(d, kind="failed")
         assert res == {"sent": False, "backend": "off"}
-        time.sleep(0.3)
+        # Off means no bus connection at all, so no Notify can be on its way: the daemon has
+        # not even asked the mock for its capabilities.
         assert bus.notify_calls() == []
+        assert bus.server().GetMethodCalls("GetCapabilities", dbus_interface=MOCK) == []
     finally:
         stop_daemon(d)
 
@@ -323,16 +339,19 @@ def test_watchdog_stops_while_the_loop_is_blocked(tmpdir_short):
                                     "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"}, notify=True)
     try:
         wait_for(lambda: len(pings(d)) >= 1, timeout=5, what="a first WATCHDOG=1")
-        with d.rpc(timeout=10) as c:
-            t0 = time.monotonic()
+        with d.rpc(timeout=60) as c:
+            mark = len(d.logs())
             c.send_raw('{"jsonrpc":"2.0","id":1,"method":"debug.block","params":{"ms":1500}}\n')
-            time.sleep(0.15)  # the block has begun; pings sent before it are queued by now
+            # uplinkd logs this on its loop right before it blocks; every ping it sent before
+            # is in our socket by then (a datagram is queued when it is sent).
+            wait_for(lambda: "debug.block: blocking the loop" in d.logs()[mark:], what="the block")
             pings(d)
             d.notify.messages.clear()
-            time.sleep(1.0)  # well inside the block
-            assert pings(d) == [], "WATCHDOG=1 arrived while the loop was blocked"
             assert c.recv_msg()["result"] == {"blocked_ms": 1500}
-            assert time.monotonic() - t0 >= 1.4
+            # The reply is written before the loop runs its timers again, but the ping that
+            # follows may be here before we look: at most that one, where a pinging thread would
+            # have sent one every 100 ms of the block.
+            assert len(pings(d)) <= 1, "WATCHDOG=1 arrived while the loop was blocked"
         d.notify.messages.clear()
         wait_for(lambda: len(pings(d)) >= 3, timeout=5, what="the pings to come back")
     finally:

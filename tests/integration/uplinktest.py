@@ -5,6 +5,7 @@ capture sd_notify datagrams."""
 import array
 import json
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -58,14 +59,51 @@ def sanitized():
     return False
 
 
+# A wait's timeout only matters when what it waits for never comes; on a loaded machine (the
+# suite beside other builds) everything takes longer, so each is stretched by this factor.
+SLOW = float(os.environ.get("UPLINK_TEST_SLOW", "3"))
+
+
 def wait_for(pred, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * SLOW
     while time.monotonic() < deadline:
         v = pred()
         if v:
             return v
         time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout * SLOW:g}s waiting for {what}")
+
+
+def read_line(proc, stream, what, timeout=30.0):
+    """The first line a child prints on `stream` (a pipe): how a server says it is ready
+    (dbus-daemon's --print-address, a printed port). Fails if the child exits first."""
+    buf = b""
+    deadline = time.monotonic() + timeout * SLOW
+    with selectors.DefaultSelector() as sel:
+        sel.register(stream, selectors.EVENT_READ)
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise AssertionError(f"timed out waiting for {what}")
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                raise AssertionError(f"{what}: the process exited ({proc.wait()}) first")
+            buf += chunk
+    return buf.split(b"\n", 1)[0].decode()
+
+
+def start_dbus_daemon(*args, env=None):
+    """A private dbus-daemon, ready once it has printed its address (it prints it after it
+    listens; its socket file exists before that). Returns (process, address)."""
+    proc = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", "--print-address=1", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        address = read_line(proc, proc.stdout, "dbus-daemon's address")
+    except AssertionError:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, address
 
 
 class Rpc:
@@ -74,16 +112,7 @@ class Rpc:
     def __init__(self, path, timeout=10.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        # A listener (systemd-socket-activate) binds the path a moment before it listens.
-        deadline = time.monotonic() + 2.0
-        while True:
-            try:
-                self.sock.connect(str(path))
-                break
-            except ConnectionRefusedError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
+        self.sock.connect(str(path))
         self.buf = b""
         self.next_id = 1
         self.notifications = []
@@ -203,12 +232,31 @@ class Daemon:
                     act += ["-E", f"{name}={self.env[name]}"]
             cmd = act + cmd
         self.log = open(self.log_path, "ab")
+        mark = self.log.tell()
         self.proc = subprocess.Popen(cmd, env=self.env, stdout=self.log, stderr=self.log)
         if wait:
-            wait_for(self.socket.exists, what=f"{self.socket} to appear")
-            if not self.activated:
-                wait_for(self.answers, what="uplinkd to answer")
+            self.wait_ready(mark)
         return self
+
+    def wait_ready(self, mark=0):
+        """Readiness as each start announces it: systemd-socket-activate prints "Listening on"
+        once it listens (the path exists as soon as it is bound); uplinkd bound by itself is
+        ready when a first request is answered (the socket file appears before listen())."""
+        def alive():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"uplinkd exited {self.proc.returncode}:\n{self.logs()}")
+        if self.activated:
+            line = f"Listening on {self.socket} as ".encode()
+
+            def listening():
+                alive()
+                return line in self.log_path.read_bytes()[mark:]
+            wait_for(listening, what="systemd-socket-activate to listen")
+        else:
+            def answered():
+                alive()
+                return self.answers()
+            wait_for(answered, what="uplinkd to answer")
 
     def answers(self):
         try:

@@ -8,12 +8,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from uplinktest import Daemon, wait_for
+from uplinktest import Daemon, start_dbus_daemon, wait_for
 
 PYTHON = "/usr/bin/python3"  # Debian's, which has the keyring module
 
@@ -29,12 +28,18 @@ class Keyring:
                          "XDG_DATA_HOME": str(home / ".local" / "share"),
                          "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run}/bus"})
         self.env.pop("DISPLAY", None)
-        self.bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork",
-                                     f"--address=unix:path={run}/bus"], env=self.env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for((run / "bus").exists, what="the private bus")
+        # Ready once it prints its address (its socket file exists before it listens).
+        self.bus, address = start_dbus_daemon("--session", f"--address=unix:path={run}/bus",
+                                              env=self.env)
+        # gnome-keyring-daemon prints its environment once it runs; the Secret Service is
+        # there when it owns its name on the bus.
         subprocess.run(["gnome-keyring-daemon", "--unlock", "--components=secrets"],
-                       input=b"pass", env=self.env, check=True, capture_output=True, timeout=20)
+                       input=b"pass", env=self.env, check=True, capture_output=True, timeout=60)
+        import dbus
+        conn = dbus.bus.BusConnection(address)
+        wait_for(lambda: conn.name_has_owner("org.freedesktop.secrets"),
+                 what="gnome-keyring's Secret Service on the bus")
+        conn.close()
 
     def py(self, code):
         return subprocess.run([PYTHON, "-c", code], env=self.env, check=True,
@@ -51,6 +56,7 @@ class Keyring:
                 "    col.lock()\n")
 
     def close(self):
+        self.bus.stdout.close()
         self.bus.terminate()
         try:
             self.bus.wait(timeout=10)
