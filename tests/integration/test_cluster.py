@@ -5,7 +5,6 @@ import json
 import signal
 import subprocess
 import threading
-import time
 
 import pytest
 
@@ -170,7 +169,7 @@ def test_doctor_unreachable_server(kdaemon, fakekube, tmp_path):
 
 def test_daemon_answers_while_the_api_stalls(kdaemon, fakekube):
     wait_for(lambda: cluster(kdaemon)["state"] == "ready", what="the cluster to sync")
-    fakekube.add_fault(delay=5.0, count=None)
+    stall_doctor(fakekube, 5.0)
     done = threading.Event()
     out = {}
 
@@ -179,7 +178,7 @@ def test_daemon_answers_while_the_api_stalls(kdaemon, fakekube):
         done.set()
     t = threading.Thread(target=slow)
     t.start()
-    wait_for(lambda: any(r["path"] == "/version" for r in fakekube.requests()) or True, what="doctor")
+    doctor_stalled(fakekube)
     # While doctor waits on the stalled API, other clients are answered at once.
     for _ in range(20):
         with Rpc(kdaemon.socket) as c:
@@ -190,11 +189,23 @@ def test_daemon_answers_while_the_api_stalls(kdaemon, fakekube):
     assert set(kube_statuses(out["doctor"][1]).values()) == {"ok"}
 
 
+def stall_doctor(fakekube, delay):
+    """Every API request waits `delay` s; doctor's first one (GET /version) is told apart, so a
+    test sees when it has reached the API server (the fake logs a request once answered)."""
+    fakekube.add_fault(delay=delay, count=1, path_regex="^/version$")
+    fakekube.add_fault(delay=delay, count=None)
+
+
+def doctor_stalled(fakekube):
+    wait_for(lambda: not [f for f in fakekube.faults() if f["path_regex"] == "^/version$"],
+             what="doctor's GET /version to reach the API server")
+
+
 def test_client_leaving_mid_doctor(kdaemon, fakekube):
-    fakekube.add_fault(delay=3.0, count=None)
+    stall_doctor(fakekube, 3.0)
     p = subprocess.Popen([uplink_bin(), "doctor"], env={**kdaemon.env, "UPLINK_DEBUG": ""},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.5)
+    doctor_stalled(fakekube)
     p.send_signal(signal.SIGKILL)
     p.wait()
     p.stdout.close()

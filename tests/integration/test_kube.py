@@ -4,12 +4,12 @@ against the fake API server, driven through kube-probe."""
 import json
 import os
 import stat
+import subprocess
 import threading
-import time
 
 import pytest
 
-from uplinktest import kube_probe
+from uplinktest import kube_probe, kube_probe_bin, wait_for
 
 NS = {"apiVersion": "v1", "kind": "Namespace",
       "metadata": {"name": "agent-uplink-0123456789ab", "labels": {"managed-by": "agent-uplink"}}}
@@ -256,16 +256,26 @@ def test_token_file_reread_after_401(fakekube, tmp_path):
 
 
 def probe_watch(fakekube, events, seconds=20):
-    """Starts a watch in the background; returns (thread, result holder)."""
-    out = {}
+    """Starts a watch in the background; returns (thread, result holder). out["lines"] fills
+    as kube-probe prints them, so a test can wait for an event to have arrived."""
+    out = {"lines": []}
+    p = subprocess.Popen([kube_probe_bin(), "--kubeconfig", str(fakekube.kubeconfig), "watch", "Namespace",
+                          "managed-by=agent-uplink", str(events), str(seconds)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def run():
-        out["rc"], out["lines"], out["err"] = kube_probe(
-            fakekube.kubeconfig, "watch", "Namespace", "managed-by=agent-uplink", events, seconds,
-            timeout=seconds + 10)
+        for line in p.stdout:
+            if line.strip():
+                out["lines"].append(json.loads(line))
+        out["err"] = p.stderr.read()
+        out["rc"] = p.wait(timeout=seconds + 10)
     t = threading.Thread(target=run)
     t.start()
     return t, out
+
+
+def probe_saw(out, name):
+    return any(l.get("event") == "ADDED" and l.get("name") == name for l in out["lines"])
 
 
 def make_ns(fakekube, name):
@@ -282,8 +292,7 @@ def test_watch_cut_resumes_without_loss_or_duplicates(fakekube):
     fakekube.wait_for(lambda: watch_streams(fakekube) >= 1)
     make_ns(fakekube, "w-1")
     make_ns(fakekube, "w-2")
-    fakekube.wait_for(lambda: any(True for _ in [1]))
-    time.sleep(0.3)
+    wait_for(lambda: probe_saw(out, "w-2"), what="w-2 on the first stream")
     fakekube.cut_watches()
     make_ns(fakekube, "w-3")  # while no stream is open
     fakekube.wait_for(lambda: watch_streams(fakekube) >= 2)
@@ -302,7 +311,7 @@ def test_stale_resource_version_relists(fakekube):
     make_ns(fakekube, "s-0")
     t, out = probe_watch(fakekube, events=3)
     fakekube.wait_for(lambda: watch_streams(fakekube) >= 1)
-    time.sleep(0.2)
+    wait_for(lambda: probe_saw(out, "s-0"), what="s-0 listed")
     fakekube.cut_watches()
     make_ns(fakekube, "s-1")
     fakekube.compact()  # our resourceVersion is now too old: 410, then a fresh list
@@ -342,8 +351,9 @@ def test_pod_log_follow_line_by_line(fakekube):
         out["r"] = kube_probe(fakekube.kubeconfig, "logs", "logs", "mitm", "mitm", 3, 20, timeout=30)
     t = threading.Thread(target=run)
     t.start()
+    # the follow request has been answered (the fake logs it with its headers): what comes
+    # next reaches the stream, or the log it reads first
     fakekube.wait_for(lambda: any("/log" in r["path"] for r in fakekube.requests()))
-    time.sleep(0.2)
     fakekube.pod_log("logs", "mitm", '{"uplink":"audit","decision":"deny"}\nthird', container="mitm")
     fakekube.pod_log("logs", "mitm", " line\n", container="mitm")
     t.join()

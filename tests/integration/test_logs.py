@@ -97,7 +97,8 @@ def test_follow_gets_new_lines_until_the_session_ends(running):
         assert p.stdout.readline().strip() == REFUSED
         # a dropped stream is reopened; what the log replays is not written twice
         env.fk.cut_watches()
-        time.sleep(0.5)
+        # what follows goes to the reopened stream (or the log it replays), whenever it opens
+        wait_for(lambda: "the mitm log stream ended" in env.daemon.logs(), what="the cut to be seen")
         later = audit("allow", "GET", "api.anthropic.com", "/v1/later", "claude-api", 200,
                       ts="2026-11-29T09:03:00.000Z")
         env.fk.pod_log(ns, "mitm", later + "\n", container="mitm")

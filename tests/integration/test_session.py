@@ -472,8 +472,8 @@ def test_client_killed_while_preparing_tears_down(env):
     rules.write_text("rules:\n  - name: slow\n    hosts: ['x\\\\.example']\n    inject:\n"
                      "      headers:\n        X-Slow: '{{exec:sleep 3; echo v}}'\n")
     p = start_in_background(env, "--allow-exec", "--rules", str(rules))
+    # the placeholder's `sleep 3` holds it in PREPARING: kill it there, no sleep of our own
     wait_for(lambda: (only_session(env) or {}).get("state") == "PREPARING", timeout=30, what="PREPARING")
-    time.sleep(0.5)
     p.send_signal(signal.SIGKILL)
     p.communicate()
     wait_for(lambda: only_session(env)["state"] == "GONE", timeout=30, what="the teardown")

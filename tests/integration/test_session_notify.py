@@ -2,11 +2,10 @@
 failed, none for a dry run (private dbus-daemon + dbusmock's notification server)."""
 
 import json
-import time
 
 import pytest
 
-from test_notify import Bus  # noqa: F401
+from test_notify import Bus, barrier  # noqa: F401
 from test_session import Env, registry  # noqa: F401
 from uplinktest import wait_for
 
@@ -16,7 +15,7 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     bus = Bus(tmpdir_short)
     bus.start_server()
     e = Env(tmpdir_short, fakekube, registry)
-    e.daemon.env.update(bus.env())
+    e.daemon.env.update({**bus.env(), "UPLINK_DEBUG_RPC": "1"})  # debug.notify: the barrier
     e.daemon.start()
     wait_for(lambda: '"state": "ready"' in e.daemon.client("status", "--json").stdout, what="sync")
     bus.clear()
@@ -26,17 +25,18 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     bus.close()
 
 
-def settle(bus, n, seconds=0.5):
+def settle(e, bus, n):
+    """The Notify calls once `n` have come, and all uplinkd had sent by then (an in-order
+    marker notification, not a sleep, says that the rest are in). The mock's log is cleared."""
     wait_for(lambda: len(bus.notify_calls()) >= n, timeout=15, what=f"{n} Notify call(s)")
-    time.sleep(seconds)
-    return bus.notify_calls()
+    return barrier(e.daemon, bus)
 
 
 def test_agent_exit_sends_one_notification(env):
     e, bus = env
     sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
     e.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=3, reason="Error")
-    calls = settle(bus, 1)
+    calls = settle(e, bus, 1)
     assert len(calls) == 1, calls
     n = calls[0]
     assert n["app"] == "uplink" and n["summary"] == "claude finished"
@@ -49,7 +49,7 @@ def test_failed_start_is_critical(env):
     e, bus = env
     r = e.run("claude", "--detach", "--image", "localhost:5000/fakekube-never-ready:1", check=1)
     assert "did not become ready" in r.stderr
-    calls = settle(bus, 1)
+    calls = settle(e, bus, 1)
     assert len(calls) == 1, calls
     assert calls[0]["urgency"] == 2
     assert "did not become ready" in calls[0]["body"]
@@ -58,8 +58,7 @@ def test_failed_start_is_critical(env):
 def test_dry_run_notifies_nothing(env):
     e, bus = env
     e.run("claude", "--dry-run", "--image", "example/agent:1", check=0)
-    time.sleep(1)
-    assert bus.notify_calls() == []
+    assert barrier(e.daemon, bus) == []
 
 
 def audit(decision, host, path="/x", method="GET"):
@@ -78,12 +77,12 @@ def test_denied_burst_is_told_once_and_counted_at_the_end(env):
              timeout=15, what="the audit stream")
     lines = "\n".join(audit("deny", f"evil{i}.example") for i in range(5)) + "\n"
     e.fk.pod_log(ns, "mitm", lines, container="mitm")
-    calls = settle(bus, 1, seconds=1.0)
+    calls = settle(e, bus, 1)
     assert len(calls) == 1, calls  # five denials, one notification this minute
     assert "evil0.example" in calls[0]["body"]
     bus.clear()
     e.fk.terminate_pod(ns, "agent", container="main", exit_code=0)
-    calls = settle(bus, 1)
+    calls = settle(e, bus, 1)
     assert len(calls) == 1
     assert "5 requests were denied" in calls[0]["body"]
 
@@ -97,13 +96,12 @@ def test_notifications_false_in_a_config_file_keeps_the_session_quiet(env):
     assert json.loads(rec.read_text())["quiet"] is True
     e.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=3, reason="Error")
     wait_for(lambda: json.loads(rec.read_text())["state"] in ("EXITED", "TEARDOWN", "GONE"), what="the exit")
-    time.sleep(1)
-    assert bus.notify_calls() == []
+    assert barrier(e.daemon, bus) == []
     # the next session, without the file, is heard again
     (e.project / ".uplink.yaml").unlink()
     sid = e.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
     e.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=0, reason="Completed")
-    assert len(settle(bus, 1)) == 1
+    assert len(settle(e, bus, 1)) == 1
 
 
 def test_a_proxy_that_stops_being_ready_is_told_once(env):
@@ -112,7 +110,7 @@ def test_a_proxy_that_stops_being_ready_is_told_once(env):
     bus.clear()
     ns = f"agent-uplink-{sid}"
     e.fk.set_container_ready(ns, "mitm", "mitm", False, reason="CrashLoopBackOff")
-    calls = settle(bus, 1)
+    calls = settle(e, bus, 1)
     assert len(calls) == 1, calls
     n = calls[0]
     assert n["summary"] == "claude: pod mitm is down" and n["urgency"] == 2
@@ -127,4 +125,4 @@ def test_a_proxy_that_stops_being_ready_is_told_once(env):
     e.fk.set_container_ready(ns, "mitm", "mitm", True)
     wait_for(lambda: f"Session {sid}: pod mitm is Ready again" in e.daemon.logs(), what="the return")
     e.fk.set_container_ready(ns, "mitm", "mitm", False, reason="Error")
-    assert len(settle(bus, 2)) == 2
+    assert len(settle(e, bus, 1)) == 1  # the first was cleared by the first settle
