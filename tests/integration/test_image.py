@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from uplinktest import ROOT, build_dir
+from uplinktest import ROOT, SLOW, build_dir
 
 DATA = ROOT / "tests" / "data" / "image"
 REAL_DOCKER = "/usr/bin/docker"  # docker.io's CLI, matching its dockerd
@@ -35,6 +35,8 @@ def probe_bin():
 
 
 def wait_until(pred, timeout, what):
+    """Polls a server's own answer (`docker version`, GET /v2/), stretched like uplinktest's waits."""
+    timeout *= SLOW
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():

@@ -11,7 +11,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 
 import pytest
 import yaml
@@ -547,13 +546,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_path(p, proc, what):
-    for _ in range(100):
-        if p.exists():
-            return
+def wait_serving(proc, what, connect):
+    """Until `connect()` (a first connection or request) succeeds: a listening socket file
+    exists from bind(), before listen() and before socat's chmod."""
+    def ok():
         assert proc.poll() is None, f"{what} exited {proc.returncode}"
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: {p} did not appear")
+        return connect()
+    wait_for(ok, what=what)
 
 
 def start(cmd, env=None, log=None):
@@ -621,18 +620,21 @@ def test_holder_script_and_relay_serve_the_keys(env, tmp_path):
     holder = relay_proc = None
     try:
         holder = start(cmd, env=dict(env_local, SSH_PKCS11_HELPER=str(helper)), log=log)
-        for _ in range(100):  # serving once socat listens
+
+        def holder_listens():
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert holder.poll() is None, open(tmp_path / "holder.log").read()
-            time.sleep(0.05)
+                return s.connect_ex(("127.0.0.1", port)) == 0
+        wait_serving(holder, "the holder's socat", holder_listens)  # serving once socat listens
         # the readiness probe, against the holder's socket
         probe = subprocess.run(["ssh-add", "-l"], env=dict(env_local, SSH_AUTH_SOCK=str(sock)),
                                capture_output=True, text=True, timeout=10)
         assert probe.returncode == 0, probe
         relay_proc = start(relay, env=env_local)
-        wait_path(relay_sock, relay_proc, "the relay")
+
+        def relay_answers():
+            return subprocess.run(["ssh-add", "-l"], env=dict(env_local, SSH_AUTH_SOCK=str(relay_sock)),
+                                  capture_output=True, timeout=10).returncode == 0
+        wait_serving(relay_proc, "the relay", relay_answers)
         assert oct(relay_sock.stat().st_mode & 0o777) == "0o666"
         listed = subprocess.run(["ssh-add", "-l"], env=dict(env_local, SSH_AUTH_SOCK=str(relay_sock)),
                                 capture_output=True, text=True, timeout=10)
