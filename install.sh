@@ -51,6 +51,22 @@ meson compile -C "$build" >/dev/null
 say "Installing under $prefix"
 meson install -C "$build" --quiet >/dev/null
 
+# Shell completion, where each shell looks for it: bash-completion's per-user folder, zsh's
+# site-functions under the prefix (in $fpath when the prefix is /usr or /usr/local; else the
+# line to add is printed), fish's per-user folder.
+say "Installing shell completion (bash, zsh, fish)"
+bash_dir="${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions"
+zsh_dir="$prefix/share/zsh/site-functions"
+fish_dir="${XDG_CONFIG_HOME:-$HOME/.config}/fish/completions"
+mkdir -p "$bash_dir" "$zsh_dir" "$fish_dir"
+"$prefix/bin/uplink" completion bash >"$bash_dir/uplink"
+"$prefix/bin/uplink" completion zsh >"$zsh_dir/_uplink"
+"$prefix/bin/uplink" completion fish >"$fish_dir/uplink.fish"
+case "$prefix" in
+/usr | /usr/local) ;;
+*) say "For zsh, add before compinit in ~/.zshrc:  fpath=($zsh_dir \$fpath)" ;;
+esac
+
 if systemctl --user show-environment >/dev/null 2>&1; then
 	say "Starting uplinkd.socket (systemd user manager)"
 	systemctl --user daemon-reload

@@ -44,6 +44,7 @@ int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, int argc, char
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_completion(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 
 /* Connects and says hello once; prints why and returns an exit code on failure. */

@@ -159,6 +159,18 @@ const struct up_command up_commands[] = {
 	{"rules render", up_cmd_rules_render, "Print the JSON the proxy would get.",
 	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--show-secrets] [AGENT [MODE]]",
 	 "Header values are shown as <redacted> unless --show-secrets.\n"},
+	{"completion", up_cmd_completion, "Print a shell completion script (bash, zsh or fish).",
+	 "bash|zsh|fish",
+	 "Commands, their options, agent names, session ids (asked from uplinkd when you press\n"
+	 "TAB, for at most 3 s) and kubeconfig contexts (kubectl config get-contexts) complete.\n"
+	 "install.sh installs the three; by hand:\n"
+	 "  bash  uplink completion bash > "
+	 "${XDG_DATA_HOME:-~/.local/share}/bash-completion/completions/uplink\n"
+	 "  zsh   uplink completion zsh > DIR/_uplink   (DIR in $fpath, before compinit runs)\n"
+	 "  fish  uplink completion fish > ~/.config/fish/completions/uplink.fish\n"
+	 "or for the current shell only: source <(uplink completion bash)\n\n"
+	 "Options:\n"
+	 "  --words sessions|agents   print the words the scripts offer, one a line\n"},
 	{0},
 };
 

@@ -29,6 +29,14 @@
 /* The client: how long one call may wait for its answer (ms) unless the command says otherwise. */
 #define UP_CLIENT_TIMEOUT_MS 30000
 
+/* Shell completion: how long `uplink completion --words sessions` waits for the daemon (ms; a
+ * completion must not hang when uplinkd is stuck or starting), the options and positional
+ * arguments of one command, and the length of one word in the model. */
+#define UP_COMPLETION_TIMEOUT_MS 1500
+#define UP_MAX_COMPLETION_OPTS	 64
+#define UP_MAX_COMPLETION_POS	 8
+#define UP_MAX_COMPLETION_WORD	 64
+
 /* Longest socket path we accept (sun_path is 108 bytes on Linux). */
 #define UP_MAX_SOCKET_PATH 107
 
