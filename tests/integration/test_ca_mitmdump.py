@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from uplinktest import ROOT, build_dir
+from uplinktest import ROOT, SLOW, build_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
 from addon_support import PKI, REDIRECT, Echo, free_port, send, tls_client, tunnel  # noqa: E402
@@ -85,7 +85,7 @@ def session(tmp_path_factory):
     out = open(tmp / "mitm.log", "wb")
     proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env, cwd=tmp)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 20 * SLOW  # until a first connection succeeds
     while True:
         assert proc.poll() is None, (tmp / "mitm.log").read_text()
         try:

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from test_session import Env, registry  # noqa: F401  (the fixture)
+from uplinktest import SLOW
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
 from addon_support import free_port, send  # noqa: E402
@@ -81,7 +82,7 @@ class Mitm:
                    PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(args, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, cwd=tmp)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 20 * SLOW  # until a first connection succeeds
         while True:
             assert self.proc.poll() is None, self.log.read_text()
             try:

@@ -5,7 +5,6 @@ host file once the session has ended."""
 
 import json
 import subprocess
-import time
 
 import pytest
 
@@ -59,12 +58,15 @@ def running(env):  # noqa: F811
 
 def test_audit_lines_reach_the_host_file_and_logs(running):
     env, sid, ns = running
-    time.sleep(0.3)
-    assert file_lines(env, sid) == [ALLOW, DENY]
+    # a last line as a barrier (the stream is read in order): once it is in, the noise before
+    # it has been read, and kept out
+    env.fk.pod_log(ns, "mitm", "noise\n" + REFUSED + "\n", container="mitm")
+    wait_for(lambda: len(file_lines(env, sid)) >= 3, timeout=10, what="the barrier line")
+    assert file_lines(env, sid) == [ALLOW, DENY, REFUSED]
     r = logs(env, sid)
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
-    assert len(out) == 2, out
+    assert len(out) == 3, out
     assert out[0].split() == ["2026-11-29", "09:02:13", "allow", "GET", "api.anthropic.com",
                               "/v1/models", "claude-api"]
     assert out[1].split() == ["2026-11-29", "09:02:14", "deny", "POST", "evil.example.com",
@@ -158,13 +160,16 @@ def test_follow_client_leaving_is_forgotten(running):
 
 
 def test_daemon_restart_picks_the_log_up_without_duplicates(running):
-    env, sid, ns = running
-    time.sleep(0.3)
+    env, sid, ns = running  # both lines are in the file: the fixture waited for them
     env.daemon.stop(sig=9)
     env.fk.pod_log(ns, "mitm", REFUSED + "\n", container="mitm")  # while nobody listens
     env.daemon.start()
     wait_for(lambda: len(file_lines(env, sid)) >= 3, timeout=15, what="the line logged meanwhile")
-    time.sleep(0.5)
-    assert file_lines(env, sid) == [ALLOW, DENY, REFUSED]
+    # a line after the replay, as a barrier: once it is in, any duplicate would be before it
+    later = audit("allow", "GET", "api.anthropic.com", "/v1/later", "claude-api", 200,
+                  ts="2026-11-29T09:03:00.000Z")
+    env.fk.pod_log(ns, "mitm", later + "\n", container="mitm")
+    wait_for(lambda: later in file_lines(env, sid), timeout=15, what="the barrier line")
+    assert file_lines(env, sid) == [ALLOW, DENY, REFUSED, later]
     r = logs(env, sid, "--json")
-    assert r.stdout.splitlines() == [ALLOW, DENY, REFUSED]
+    assert r.stdout.splitlines() == [ALLOW, DENY, REFUSED, later]
