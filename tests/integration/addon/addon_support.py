@@ -412,7 +412,8 @@ class Mitm:
         self.proc = subprocess.Popen(cmd, stdout=open(self.stdout, "wb"),
                                      stderr=open(self.stderr, "wb"), stdin=subprocess.DEVNULL,
                                      env=env, cwd=self.dir)
-        deadline = time.monotonic() + timeout
+        # until a first connection succeeds; stretched on a loaded machine like uplinktest's waits
+        deadline = time.monotonic() + timeout * float(os.environ.get("UPLINK_TEST_SLOW", "3"))
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"mitmdump exited {self.proc.returncode}:\n{self.output()}")
