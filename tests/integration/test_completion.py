@@ -24,7 +24,7 @@ def script(shell):
     return r.stdout
 
 
-def bash_complete(words, env_extra=None, tmp=None):
+def bash_complete(words, env_extra=None, tmp=None, prog="uplink"):
     """What bash offers for `words` (the last is the word under the cursor)."""
     s = tmp / "uplink.bash"
     s.write_text(script("bash"))
@@ -33,7 +33,7 @@ def bash_complete(words, env_extra=None, tmp=None):
              "_uplink\n"
              "printf '%s\\n' \"${COMPREPLY[@]}\"\n")
     e = {**os.environ, "PATH": f"{os.path.dirname(uplink_bin())}:{os.environ['PATH']}", **(env_extra or {})}
-    r = subprocess.run(["bash", "-c", drive, "bash", "uplink", *words], capture_output=True, text=True,
+    r = subprocess.run(["bash", "-c", drive, "bash", prog, *words], capture_output=True, text=True,
                        env=e, timeout=60)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     return [l for l in r.stdout.splitlines() if l]
@@ -55,6 +55,14 @@ def test_bash_completes_commands_and_flags(tmp_path):
     (tmp_path / "rules-a.yaml").write_text("")
     assert bash_complete(["run", "--rules", str(tmp_path / "rules-")], NO_DAEMON, tmp_path) == \
         [str(tmp_path / "rules-a.yaml")]
+
+
+def test_bash_runs_the_uplink_that_is_typed(tmp_path):
+    """`~/bin/uplink attach <TAB>` asks that uplink (the tilde as the shell would expand it)."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uplink").symlink_to(uplink_bin())
+    e = {**NO_DAEMON, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    assert bash_complete(["run", ""], e, tmp_path, prog="~/bin/uplink") == ["claude"]
 
 
 def test_bash_registers_the_function(tmp_path):
