@@ -13,12 +13,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from uplinktest import ROOT, Daemon, TokenServer, build_dir
+from uplinktest import ROOT, Daemon, TokenServer, build_dir, wait_for
 
 FIXTURES = ROOT / "tests" / "data" / "agents" / "claude"
 CONTEXT = ROOT / "agents" / "claude"
@@ -416,9 +415,8 @@ exit 0
     env = dict(entry.env)
     p = subprocess.Popen([str(CONTEXT / "entrypoint.sh"), "claude"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any("has-session" in l for l in entry.log()):
-        time.sleep(0.05)
+    # the script is in its wait loop (its trap set) once it asks tmux whether the session lives
+    wait_for(lambda: any("has-session" in l for l in entry.log()), what="the entrypoint's wait loop")
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=20) == 143
     assert any("kill-server" in l for l in entry.log())
