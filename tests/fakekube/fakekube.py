@@ -69,8 +69,12 @@ class FakeKube:
         self.port = self.server.server_address[1]
         self.url = "https://127.0.0.1:%d" % self.port
         write_kubeconfig(self.kubeconfig, self.pki, self.url)
-        with open(os.path.join(self.dir, "port"), "w") as f:
+        # renamed into place: a reader never sees it half written (it is bound and listening
+        # by now; the printed "fakekube listening on" line is the signal to wait for)
+        port_file = os.path.join(self.dir, "port")
+        with open(port_file + ".tmp", "w") as f:
             f.write("%d\n" % self.port)
+        os.rename(port_file + ".tmp", port_file)
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.1},
                                        name="fakekube-server", daemon=True)
