@@ -47,7 +47,8 @@ static int add(struct up_kube_exposed *k, const char *text, const char *name, ch
 	why[0] = '\0';
 	r = up_kubeconfig_inspect_text(text, strlen(text), name, &c, err, sizeof(err));
 	if (r < 0) {
-		(void)snprintf(why, len, "--kube-context %s: %s", name, err);
+		/* A message cut short would make the tests below compare the wrong text. */
+		assert_true(snprintf(why, len, "--kube-context %s: %s", name, err) < (int)len);
 		return r;
 	}
 	r = up_kube_expose_add(k, c, why, len);

@@ -46,7 +46,8 @@ static int connect_path(const char *path)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_true(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) <
+		    (int)sizeof(sa.sun_path));
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;
 }
