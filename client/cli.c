@@ -136,6 +136,18 @@ void up_print_json(const json_t *v)
 	free(s);
 }
 
+const char *up_json_text(const json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	return s ? s : "-";
+}
+
+const char *up_json_field(const json_t *o, const char *key)
+{
+	return up_json_text(json_object_get(o, key));
+}
+
 void up_format_duration(double seconds, char *buf, size_t len)
 {
 	long s = (long)seconds;

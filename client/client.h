@@ -64,4 +64,8 @@ json_t *up_cli_abs_path(const char *arg);
 int up_cli_usage_error(const struct up_command *cmd, const char *fmt, ...) _printf_(2, 3);
 void up_cli_command_help(const struct up_command *cmd, FILE *f);
 void up_print_json(const json_t *v);
+/* A JSON string's text for printing: "-" when v is missing or not a string, never NULL. */
+const char *up_json_text(const json_t *v);
+/* up_json_text() of o[key]. */
+const char *up_json_field(const json_t *o, const char *key);
 void up_format_duration(double seconds, char *buf, size_t len);

@@ -118,9 +118,8 @@ static void print_targets(json_t *targets)
 		if (up_duration_format(json_integer_value(json_object_get(t, "age")), age,
 				       sizeof(age)) < 0)
 			(void)snprintf(age, sizeof(age), "?");
-		fprintf(stderr, "  %s (age %s, %s%s)\n",
-			json_string_value(json_object_get(t, "namespace")), age,
-			json_string_value(json_object_get(t, "phase")),
+		fprintf(stderr, "  %s (age %s, %s%s)\n", up_json_field(t, "namespace"), age,
+			up_json_field(t, "phase"),
 			json_is_true(json_object_get(t, "foreign")) ? ", foreign" : "");
 	}
 }
@@ -132,12 +131,12 @@ static int report_result(json_t *res)
 	int r = UP_EXIT_OK;
 
 	json_array_foreach (json_object_get(res, "errors"), i, v) {
-		fprintf(stderr, "uplink clean: %s\n", json_string_value(v));
+		fprintf(stderr, "uplink clean: %s\n", up_json_text(v));
 		r = UP_EXIT_FAILED;
 	}
 	json_array_foreach (json_object_get(res, "waiting"), i, v) {
-		fprintf(stderr, "uplink clean: %s is still there after %d s\n",
-			json_string_value(v), UP_CLEAN_WAIT_MAX_S);
+		fprintf(stderr, "uplink clean: %s is still there after %d s\n", up_json_text(v),
+			UP_CLEAN_WAIT_MAX_S);
 		r = UP_EXIT_FAILED;
 	}
 	return r;
@@ -154,7 +153,7 @@ static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 	if (r != 0)
 		return r;
 	json_array_foreach (json_object_get(res, "unmatched"), i, v)
-		fprintf(stderr, "no session matches '%s'\n", json_string_value(v));
+		fprintf(stderr, "no session matches '%s'\n", up_json_text(v));
 	targets = json_object_get(res, "targets");
 	if (json_array_size(targets) == 0) {
 		fprintf(stderr, "nothing to delete\n");
@@ -170,8 +169,7 @@ static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 	/* Exactly what was confirmed: the namespaces listed, whatever has aged since. */
 	names = json_array();
 	json_array_foreach (targets, i, t) {
-		fprintf(stderr, "deleting %s\n",
-			json_string_value(json_object_get(t, "namespace")));
+		fprintf(stderr, "deleting %s\n", up_json_field(t, "namespace"));
 		(void)json_array_append(names, json_object_get(t, "namespace"));
 	}
 	json_decref(res);

@@ -37,7 +37,7 @@ static void print_config(const json_t *r)
 	else
 		printf("files, nearest first:\n");
 	json_array_foreach (files, i, v)
-		printf("  %s\n", json_string_value(v));
+		printf("  %s\n", up_json_text(v));
 	printf("\n");
 	json_object_foreach ((json_t *)values, key, v) {
 		const json_t *value = json_object_get(v, "value"),

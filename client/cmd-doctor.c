@@ -33,11 +33,10 @@ static void print_checks(const json_t *result)
 
 	json_array_foreach (checks, i, c) {
 		const char *fix = json_string_value(json_object_get(c, "fix"));
-		const char *status = json_string_value(json_object_get(c, "status"));
+		const char *status = up_json_field(c, "status");
 
-		printf("%s %-15s %s\n", mark(status, tty),
-		       json_string_value(json_object_get(c, "name")),
-		       json_string_value(json_object_get(c, "detail")));
+		printf("%s %-15s %s\n", mark(status, tty), up_json_field(c, "name"),
+		       up_json_field(c, "detail"));
 		if (fix && strcmp(status, "ok") != 0)
 			printf("       %-15s fix: %s\n", "", fix);
 	}

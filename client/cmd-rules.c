@@ -140,8 +140,8 @@ static void print_escaped(const char *s, size_t n)
 
 static void print_denied(const char *method, const json_t *res)
 {
-	const char *host = json_string_value(json_object_get(res, "host"));
-	const char *path = json_string_value(json_object_get(res, "path"));
+	const char *host = up_json_field(res, "host");
+	const char *path = up_json_field(res, "path");
 
 	const char *reason = json_string_value(json_object_get(res, "reason"));
 	size_t base = strcspn(path, "?");
@@ -174,23 +174,21 @@ static void print_check(const char *method, const json_t *res)
 	}
 	if (streq(decision, "l4"))
 		printf("l4     CONNECT %s (relayed as raw TCP, never inspected)\n",
-		       json_string_value(json_object_get(res, "host")));
+		       up_json_field(res, "host"));
 	else
-		printf("allow  %s %s%s\n", method, json_string_value(json_object_get(res, "host")),
-		       json_string_value(json_object_get(res, "path")));
-	printf("  rule:   %s\n  layer:  %s\n  source: %s\n",
-	       json_string_value(json_object_get(rule, "name")),
-	       json_string_value(json_object_get(rule, "layer")),
-	       json_string_value(json_object_get(rule, "source")));
+		printf("allow  %s %s%s\n", method, up_json_field(res, "host"),
+		       up_json_field(res, "path"));
+	printf("  rule:   %s\n  layer:  %s\n  source: %s\n", up_json_field(rule, "name"),
+	       up_json_field(rule, "layer"), up_json_field(rule, "source"));
 	if (json_is_true(json_object_get(rule, "aws_sign")))
 		printf("  aws:    requests signed with the agent's dummy AWS keys are re-signed "
-		       "with "
-		       "the real ones\n");
+		       "with the "
+		       "real ones\n");
 	if (json_array_size(json_object_get(rule, "headers")) == 0)
 		return;
 	printf("  inject:");
 	json_array_foreach (json_object_get(rule, "headers"), i, h)
-		printf("%s %s", i ? "," : "", json_string_value(h));
+		printf("%s %s", i ? "," : "", up_json_text(h));
 	printf("\n");
 }
 
@@ -296,11 +294,10 @@ int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc
 		json_array_foreach (json_object_get(res, "files"), i, f) {
 			json_t *problems = json_object_get(f, "problems");
 			if (json_array_size(problems) == 0)
-				printf("%s: ok, %lld rules\n",
-				       json_string_value(json_object_get(f, "file")),
+				printf("%s: ok, %lld rules\n", up_json_field(f, "file"),
 				       (long long)json_integer_value(json_object_get(f, "rules")));
 			json_array_foreach (problems, j, pr)
-				printf("%s\n", json_string_value(pr));
+				printf("%s\n", up_json_text(pr));
 		}
 	r = json_integer_value(json_object_get(res, "problems")) > 0 ? UP_EXIT_FAILED : UP_EXIT_OK;
 	json_decref(res);

@@ -339,15 +339,14 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 		if (st.json)
 			up_print_json(result);
 		else
-			printf("%s\n", json_string_value(json_object_get(result, "id")));
+			printf("%s\n", up_json_field(result, "id"));
 		r = UP_EXIT_OK;
 	} else {
 		fprintf(stderr,
 			"uplink: session %s is running; attaching (detach with Ctrl-b d, come "
 			"back with: uplink attach %s)\n",
-			json_string_value(json_object_get(result, "id")),
-			json_string_value(json_object_get(result, "id")));
-		r = attach_with_kubectl(cli, json_string_value(json_object_get(result, "id")));
+			up_json_field(result, "id"), up_json_field(result, "id"));
+		r = attach_with_kubectl(cli, up_json_field(result, "id"));
 	}
 	json_decref(result);
 	return r;
@@ -368,7 +367,16 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 		return r;
 	argv_json = json_object_get(info, "argv");
 	n = json_array_size(argv_json);
-	argv = calloc(n + 1, sizeof(char *));
+	argv = n > 0 ? calloc(n + 1, sizeof(char *)) : NULL;
+	if (!argv) {
+		fprintf(stderr, "uplink: %s; the session keeps running: uplink attach %s\n",
+			n > 0 ? "out of memory"
+			      : "uplinkd sent no command to attach with (update uplink and uplinkd "
+				"together)",
+			id);
+		json_decref(info);
+		return UP_EXIT_FAILED;
+	}
 	json_array_foreach (argv_json, i, v)
 		argv[i] = (char *)json_string_value(v);
 	if (kubectl && *kubectl)
@@ -448,8 +456,7 @@ static int wait_gone(struct up_cli *cli, const char *id)
 	for (unsigned i = 0; i < UP_STOP_WAIT_MAX_S * 10; i++) {
 		json_t *res = NULL;
 		int r = up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &res);
-		bool gone =
-			r == 0 && !strcmp(json_string_value(json_object_get(res, "state")), "GONE");
+		bool gone = r == 0 && !strcmp(up_json_field(res, "state"), "GONE");
 
 		json_decref(res);
 		if (r != 0)
@@ -473,7 +480,7 @@ static int stop_one(struct up_cli *cli, const char *id)
 
 	if (r != 0)
 		return r;
-	(void)snprintf(sid, sizeof(sid), "%s", json_string_value(json_object_get(res, "id")));
+	(void)snprintf(sid, sizeof(sid), "%s", up_json_field(res, "id"));
 	json_decref(res);
 	printf("%s: stopping\n", sid);
 	if (!stop_wait)
@@ -515,7 +522,7 @@ int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, ch
 	up_format_duration(
 		(double)(json_integer_value(json_object_get(res, "expires_at")) - time(NULL)),
 		until, sizeof(until));
-	printf("%s: now expires in %s\n", json_string_value(json_object_get(res, "id")), until);
+	printf("%s: now expires in %s\n", up_json_field(res, "id"), until);
 	json_decref(res);
 	return UP_EXIT_OK;
 }
@@ -549,18 +556,17 @@ int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char
 			char age[32], expires[32] = "-";
 			json_int_t created = json_integer_value(json_object_get(s, "created_at"));
 			json_int_t exp = json_integer_value(json_object_get(s, "expires_at"));
-			const char *state = json_string_value(json_object_get(s, "state"));
+			const char *state = up_json_field(s, "state");
 			up_format_duration(created ? (double)(time(NULL) - created) : 0, age,
 					   sizeof(age));
 			if (exp && state && !strcmp(state, "RUNNING"))
 				up_format_duration((double)(exp - time(NULL)), expires,
 						   sizeof(expires));
 			printf("%-14s %-10s %-8s %-27s %-7s %-8lld %-8s %s\n",
-			       json_string_value(json_object_get(s, "id")), state, age,
-			       json_string_value(json_object_get(s, "namespace")),
-			       json_string_value(json_object_get(s, "agent")),
+			       up_json_field(s, "id"), state, age, up_json_field(s, "namespace"),
+			       up_json_field(s, "agent"),
 			       (long long)json_integer_value(json_object_get(s, "attached")),
-			       expires, json_string_value(json_object_get(s, "cwd")));
+			       expires, up_json_field(s, "cwd"));
 		}
 	}
 	json_decref(res);

@@ -15,9 +15,9 @@ static void print_cluster(const json_t *c)
 		return;
 	printf("cluster:   %s", state ? state : "?");
 	if (json_object_get(c, "context"))
-		printf(", context %s", json_string_value(json_object_get(c, "context")));
+		printf(", context %s", up_json_field(c, "context"));
 	if (json_object_get(c, "server"))
-		printf(" at %s", json_string_value(json_object_get(c, "server")));
+		printf(" at %s", up_json_field(c, "server"));
 	if (json_object_get(c, "namespaces"))
 		printf(", %lld namespaces and %lld pods watched",
 		       (long long)json_integer_value(json_object_get(c, "namespaces")),
@@ -34,11 +34,10 @@ static void print_status(const json_t *s)
 
 	up_format_duration((double)json_integer_value(json_object_get(s, "uptime_ms")) / 1000.0, up,
 			   sizeof(up));
-	printf("uplinkd %s (protocol %lld), pid %lld, up %s\n",
-	       json_string_value(json_object_get(s, "version")),
+	printf("uplinkd %s (protocol %lld), pid %lld, up %s\n", up_json_field(s, "version"),
 	       (long long)json_integer_value(json_object_get(s, "protocol")),
 	       (long long)json_integer_value(json_object_get(s, "pid")), up);
-	printf("socket:    %s%s\n", json_string_value(json_object_get(s, "socket")),
+	printf("socket:    %s%s\n", up_json_field(s, "socket"),
 	       json_is_true(json_object_get(s, "socket_activated")) ? " (socket-activated)" : "");
 	printf("clients:   %lld connected, %lld requests in flight, %lld served\n",
 	       (long long)json_integer_value(json_object_get(conns, "clients")),
