@@ -547,6 +547,8 @@ int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char
 	r = up_cli_call(cli, "session.list", json_pack("{s:b}", "all", all), &res);
 	if (r != 0)
 		return r;
+	if (json_object_get(res, "warning"))
+		fprintf(stderr, "uplink list: warning: %s\n", up_json_field(res, "warning"));
 	if (json) {
 		up_print_json(json_object_get(res, "sessions"));
 	} else {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
+#include "list.h"
 #include "log.h"
 
 #define UP_MANAGED_SELECTOR "managed-by=agent-uplink"
@@ -33,7 +35,8 @@ struct up_cluster {
 	struct up_kube_watch *namespaces, *pods;
 	enum cluster_state state;
 	char error[1024];
-	bool loading, freed;
+	bool loading, freed, ever_ready;
+	struct up_list waits; /* up_cluster_wait::link */
 	up_cluster_event_fn listener;
 	void *listener_ud;
 };
@@ -88,13 +91,107 @@ int up_kubeconfig_load_async(uv_loop_t *loop, const char *paths, const char *con
 	return r;
 }
 
+struct up_cluster_wait {
+	struct up_list link; /* up_cluster::waits; unlinked once answered */
+	uv_timer_t timer;
+	up_cluster_wait_fn fn;
+	void *ud;
+};
+
+static void wait_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void wait_end(struct up_cluster_wait *w, bool call, bool closing)
+{
+	up_list_remove(&w->link);
+	(void)uv_timer_stop(&w->timer);
+	uv_close((uv_handle_t *)&w->timer, wait_closed);
+	if (call)
+		w->fn(closing, w->ud);
+}
+
+static void wait_timeout(uv_timer_t *t)
+{
+	wait_end(t->data, true, false);
+}
+
+/* Every waiter is answered once the first sync has ended, one way or the other. */
+static void wake_waiters(struct up_cluster *c, bool closing)
+{
+	struct up_list *pos, *tmp;
+
+	if (!closing && up_cluster_first_sync_pending(c))
+		return;
+	up_list_for_each_safe (pos, tmp, &c->waits)
+		wait_end(up_container_of(pos, struct up_cluster_wait, link), true, closing);
+}
+
+int up_cluster_wait(struct up_cluster *c, up_cluster_wait_fn fn, void *ud,
+		    struct up_cluster_wait **ret)
+{
+	struct up_cluster_wait *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->fn = fn;
+	w->ud = ud;
+	r = uv_timer_init(c->loop, &w->timer);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	w->timer.data = w;
+	(void)uv_timer_start(&w->timer, wait_timeout, UP_CLUSTER_SYNC_WAIT_MS, 0);
+	up_list_insert_tail(&c->waits, &w->link);
+	*ret = w;
+	return 0;
+}
+
+void up_cluster_wait_cancel(struct up_cluster_wait *w)
+{
+	if (w)
+		wait_end(w, false, false);
+}
+
+bool up_cluster_first_sync_pending(const struct up_cluster *c)
+{
+	return c && !c->ever_ready && (c->state == CLUSTER_LOADING || c->state == CLUSTER_SYNCING);
+}
+
+void up_cluster_why_not_ready(const struct up_cluster *c, char *buf, size_t len)
+{
+	const char *name = c && c->context ? c->context : "the default context";
+
+	if (!c)
+		(void)snprintf(buf, len, "no deploy cluster is set up");
+	else if (c->state == CLUSTER_READY && len > 0)
+		buf[0] = '\0';
+	else if (c->state == CLUSTER_UNAVAILABLE)
+		(void)snprintf(buf, len, "no deploy cluster (%s): %s", name, c->error);
+	else if (c->state == CLUSTER_FAILING)
+		(void)snprintf(buf, len, "the deploy cluster (%s) fails: %s", name, c->error);
+	else
+		(void)snprintf(buf, len,
+			       "the deploy cluster (%s) has not answered uplinkd's first list of "
+			       "its namespaces and pods within %d s",
+			       name, UP_CLUSTER_SYNC_WAIT_MS / 1000);
+}
+
 static void set_state(struct up_cluster *c, enum cluster_state s, const char *error)
 {
 	if (c->state != s)
 		log_debug("Cluster %s: %s -> %s", c->context ? c->context : "(default)",
 			  state_names[c->state], state_names[s]);
 	c->state = s;
+	if (s == CLUSTER_READY)
+		c->ever_ready = true;
 	(void)snprintf(c->error, sizeof(c->error), "%s", error ? error : "");
+	if (s !=
+	    CLUSTER_READY) /* ready: update_sync() wakes them once the sessions have caught up */
+		wake_waiters(c, false);
 }
 
 static void update_sync(struct up_cluster *c)
@@ -106,6 +203,7 @@ static void update_sync(struct up_cluster *c)
 		set_state(c, CLUSTER_READY, NULL);
 		if (!was_ready && c->listener)
 			c->listener(NULL, UP_WATCH_ADDED, NULL, c->listener_ud);
+		wake_waiters(c, false);
 	}
 }
 
@@ -196,6 +294,7 @@ int up_cluster_new(uv_loop_t *loop, const char *kubeconfig, const char *context,
 	if (!c)
 		return -ENOMEM;
 	c->loop = loop;
+	up_list_init(&c->waits);
 	c->context = context ? strdup(context) : NULL;
 	c->state = CLUSTER_LOADING;
 	c->loading = true;
@@ -213,6 +312,7 @@ void up_cluster_free(struct up_cluster *c)
 {
 	if (!c)
 		return;
+	wake_waiters(c, true);
 	up_kube_watch_free(c->namespaces);
 	up_kube_watch_free(c->pods);
 	up_kube_free(c->kube);

@@ -37,6 +37,28 @@ typedef void (*up_cluster_event_fn)(const char *kind, enum up_watch_event ev, js
 void up_cluster_set_listener(struct up_cluster *c, up_cluster_event_fn fn, void *ud);
 bool up_cluster_ready(const struct up_cluster *c);
 
+/*
+ * Whether the caches are still being filled for the first time, with no failure seen:
+ * worth waiting for (up_cluster_wait()). False once ready, failing or unavailable.
+ */
+bool up_cluster_first_sync_pending(const struct up_cluster *c);
+/*
+ * Why the caches are not complete, for a message: the failure, or that the first list has
+ * not been answered. "" when they are ready.
+ */
+void up_cluster_why_not_ready(const struct up_cluster *c, char *buf, size_t len);
+
+/*
+ * Calls fn once, from the loop: when the first sync ends (ready or failing), after
+ * UP_CLUSTER_SYNC_WAIT_MS, or with closing set when the cluster is freed first.
+ * up_cluster_wait_cancel() before that means no call.
+ */
+struct up_cluster_wait;
+typedef void (*up_cluster_wait_fn)(bool closing, void *ud);
+int up_cluster_wait(struct up_cluster *c, up_cluster_wait_fn fn, void *ud,
+		    struct up_cluster_wait **ret) _wur_;
+void up_cluster_wait_cancel(struct up_cluster_wait *w);
+
 /* Loads a kubeconfig context on the threadpool; exactly one callback. */
 typedef void (*up_kubeconfig_loaded_fn)(int r, const char *error, struct up_kube_context *ctx,
 					void *ud);

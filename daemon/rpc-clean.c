@@ -334,17 +334,20 @@ int up_rpc_session_clean(struct up_request *req, void *params, void *userdata)
 	struct clean_job *j;
 	uint64_t older = 0;
 	json_t *cands;
-	char why[512];
+	char why[1280];
 
 	if (check_selectors(p, &older, why, sizeof(why)) < 0) {
 		up_request_error(req, UP_ERR_INVALID_PARAMS, why);
 		return 0;
 	}
 	if (!c || !up_cluster_namespaces(c) || !up_kube_watch_synced(up_cluster_namespaces(c))) {
-		up_request_error(req, UP_ERR_CLUSTER_UNREACHABLE,
-				 "the deploy cluster's namespaces are not known yet (uplink status "
-				 "says why); "
-				 "try again once it is ready");
+		up_cluster_why_not_ready(c, why, sizeof(why));
+		up_request_errorf(
+			req, UP_ERR_CLUSTER_UNREACHABLE,
+			"%s, so its session namespaces are not known and nothing was deleted; "
+			"uplink status shows the cluster's state, uplink doctor checks it; "
+			"run clean again once it answers",
+			why);
 		return 0;
 	}
 	j = calloc(1, sizeof(*j));

@@ -630,10 +630,100 @@ static const struct up_param list_params[] = {
 
 static int rpc_list(struct up_request *req, void *params, void *userdata)
 {
-	up_request_reply(req, json_pack("{s:o}", "sessions",
-					up_sessions_list(sessions_of(userdata),
-							 ((struct list_params *)params)->all)));
+	struct up_sessions *all = sessions_of(userdata);
+	struct up_cluster *c = up_sessions_cluster(all, NULL);
+	json_t *res = json_pack("{s:o}", "sessions",
+				up_sessions_list(all, ((struct list_params *)params)->all));
+	char why[1536];
+
+	if (!res)
+		return -ENOMEM;
+	/* Still an answer: our sessions are known from their records; say what may be missing. */
+	if (!up_cluster_ready(c)) {
+		up_cluster_why_not_ready(c, why, sizeof(why));
+		(void)json_object_set_new(
+			res, "warning",
+			json_sprintf("%s, so this list shows this uplinkd's sessions as last "
+				     "recorded and may lack other tools' (FOREIGN) ones; "
+				     "uplink status shows the cluster's state, uplink doctor "
+				     "checks it",
+				     why));
+	}
+	up_request_reply(req, res);
 	return 0;
+}
+
+/* A request waiting for its cluster's first sync: answered as soon as it ends. */
+struct synced_call {
+	struct up_request *req;
+	void *params, *userdata;
+	up_method_fn fn;
+	struct up_cluster_wait *wait;
+};
+
+static void synced_cancel(struct up_request *req, void *ud)
+{
+	struct synced_call *sc = ud;
+
+	(void)req;
+	up_cluster_wait_cancel(sc->wait);
+	free(sc);
+}
+
+static void synced_go(bool closing, void *ud)
+{
+	struct synced_call *sc = ud;
+	struct up_request *req = sc->req;
+
+	up_request_set_cancel(req, NULL, NULL);
+	if (closing)
+		up_request_error(
+			req, UP_ERR_SHUTTING_DOWN,
+			"uplinkd is shutting down; run the command again once it has restarted");
+	else if (sc->fn(req, sc->params, sc->userdata) < 0)
+		up_request_error(req, UP_ERR_INTERNAL_ERROR, NULL);
+	free(sc);
+}
+
+/*
+ * list and clean answer from the cluster's caches: right after uplinkd starts (the first
+ * command often is what starts it) they wait for the first list, for at most
+ * UP_CLUSTER_SYNC_WAIT_MS, rather than answer from an empty cache.
+ */
+static int after_first_sync(struct up_request *req, void *params, void *userdata,
+			    struct up_cluster *c, up_method_fn fn)
+{
+	struct synced_call *sc;
+	int r;
+
+	if (!up_cluster_first_sync_pending(c))
+		return fn(req, params, userdata);
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return -ENOMEM;
+	*sc = (struct synced_call){.req = req, .params = params, .userdata = userdata, .fn = fn};
+	r = up_cluster_wait(c, synced_go, sc, &sc->wait);
+	if (r < 0) {
+		free(sc);
+		return r;
+	}
+	up_request_set_cancel(req, synced_cancel, sc);
+	return 0;
+}
+
+static int rpc_list_synced(struct up_request *req, void *params, void *userdata)
+{
+	return after_first_sync(req, params, userdata,
+				up_sessions_cluster(sessions_of(userdata), NULL), rpc_list);
+}
+
+static int rpc_clean_synced(struct up_request *req, void *params, void *userdata)
+{
+	const struct up_clean_params *p = params;
+
+	return after_first_sync(req, params, userdata,
+				up_sessions_cluster(sessions_of(userdata), p->deploy_context),
+				up_rpc_session_clean);
 }
 
 /* Every session.* method waits for the records after a restart, so none answers "not found" for a
@@ -653,28 +743,28 @@ static int gate(struct up_request *req, void *params, void *userdata, up_method_
 		return gate(req, params, userdata, fn);                             \
 	}
 GATED(rpc_start)
-GATED(rpc_list)
+GATED(rpc_list_synced)
 GATED(rpc_get)
 GATED(rpc_stop)
 GATED(rpc_attach)
 GATED(rpc_hold)
 GATED(rpc_extend)
-GATED(up_rpc_session_clean)
+GATED(rpc_clean_synced)
 GATED(up_rpc_session_logs)
 #undef GATED
 
 static const struct up_method session_methods[] = {
 	{"session.start", start_params, sizeof(struct start_params), rpc_start_gated,
 	 UP_METHOD_MUTATES},
-	{"session.list", list_params, sizeof(struct list_params), rpc_list_gated, 0},
+	{"session.list", list_params, sizeof(struct list_params), rpc_list_synced_gated, 0},
 	{"session.get", id_params, sizeof(struct id_params), rpc_get_gated, 0},
 	{"session.stop", id_params, sizeof(struct id_params), rpc_stop_gated, UP_METHOD_MUTATES},
 	{"session.attach", id_params, sizeof(struct id_params), rpc_attach_gated, 0},
 	{"session.hold", id_params, sizeof(struct id_params), rpc_hold_gated, 0},
 	{"session.extend", extend_params, sizeof(struct extend_params), rpc_extend_gated,
 	 UP_METHOD_MUTATES},
-	{"session.clean", up_clean_params, sizeof(struct up_clean_params),
-	 up_rpc_session_clean_gated, UP_METHOD_MUTATES},
+	{"session.clean", up_clean_params, sizeof(struct up_clean_params), rpc_clean_synced_gated,
+	 UP_METHOD_MUTATES},
 	{"session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated,
 	 0},
 	{0},
