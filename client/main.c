@@ -72,7 +72,14 @@ const struct up_command up_commands[] = {
 	{"attach", up_cmd_attach, "Attach this terminal to a running session (several may attach).",
 	 "SESSION", "SESSION is the 12-hex id or the namespace name (uplink list shows them).\n"},
 	{"list", up_cmd_list, "List sessions.", "[--all] [--json]",
-	 "Options:\n  --all   also sessions that have ended\n  --json  print them as JSON\n"},
+	 "This uplinkd's sessions, and the live ones of the deploy cluster that are not its own\n"
+	 "(agent-uplink 0.4.1's, another user's), marked FOREIGN; AGENT or CWD a session lacks\n"
+	 "shows as -. Right after uplinkd starts, the list waits up to 5 s for the cluster's "
+	 "first\n"
+	 "answer; without one it shows this uplinkd's sessions as recorded, with a warning on\n"
+	 "stderr that says why.\n\n"
+	 "Options:\n  --all   also sessions that have ended, and foreign namespaces being deleted\n"
+	 "  --json  print the same sessions as JSON (foreign ones have \"foreign\": true)\n"},
 	{"stop", up_cmd_stop, "Stop sessions and delete their namespaces.", "SESSION... [--wait]",
 	 "Options:\n  --wait  return once each namespace is gone\n"},
 	{"extend", up_cmd_extend, "Push a session's deadline (--ttl) further out.",

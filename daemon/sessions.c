@@ -443,6 +443,24 @@ static json_t *describe_foreign(json_t *ns)
 	return d;
 }
 
+/* agent-uplink-<id> with managed-by=agent-uplink (the watch's selector), not ours by its owner
+ * label. */
+static bool foreign_session(struct up_sessions *all, const char *name, json_t *ns, bool ended_too)
+{
+	const char *owner = json_string_value(json_object_get(
+		json_object_get(json_object_get(ns, "metadata"), "labels"), OWNER_LABEL));
+	const char *phase =
+		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
+	size_t n = strlen(UP_SESSION_NS_PREFIX);
+
+	if (strncmp(name, UP_SESSION_NS_PREFIX, n) != 0 || !name[n] ||
+	    !strcmp(name, UP_SYSTEM_NAMESPACE))
+		return false;
+	if ((owner && !strcmp(owner, all->owner)) || up_sessions_find(all, name))
+		return false;
+	return ended_too || !phase || strcmp(phase, "Terminating") != 0;
+}
+
 json_t *up_sessions_list(struct up_sessions *all, bool all_sessions)
 {
 	struct up_cluster *c = up_sessions_cluster(all, NULL);
@@ -457,12 +475,10 @@ json_t *up_sessions_list(struct up_sessions *all, bool all_sessions)
 		    s->state == UP_SESSION_TEARDOWN)
 			(void)json_array_append_new(out, up_session_describe(s));
 	}
-	/* From the watch cache: no round trip. */
-	json_object_foreach (nsw &&all_sessions ? up_kube_watch_cache(nsw) : NULL, key, ns) {
-		const char *owner = json_string_value(
-			json_object_get(json_object_get(json_object_get(ns, "metadata"), "labels"),
-					"uplink.dev/owner"));
-		if ((!owner || strcmp(owner, all->owner) != 0) && !up_sessions_find(all, key))
+	/* From the watch cache, no round trip: live foreign sessions always, ending ones with
+	 * --all. */
+	json_object_foreach (nsw ? up_kube_watch_cache(nsw) : NULL, key, ns) {
+		if (foreign_session(all, key, ns, all_sessions))
 			(void)json_array_append_new(out, describe_foreign(ns));
 	}
 	return out;
