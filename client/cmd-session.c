@@ -527,11 +527,90 @@ int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, ch
 	return UP_EXIT_OK;
 }
 
+/* The table's columns: what the client asks session.list for, the order of its rows. */
+enum {
+	COL_ID,
+	COL_STATE,
+	COL_CREATED,
+	COL_NAMESPACE,
+	COL_AGENT,
+	COL_ATTACHED,
+	COL_EXPIRES,
+	COL_CWD
+};
+static const char *const list_columns[] = {
+	[COL_ID] = "id",
+	[COL_STATE] = "state",
+	[COL_CREATED] = "created_at",
+	[COL_NAMESPACE] = "namespace",
+	[COL_AGENT] = "agent",
+	[COL_ATTACHED] = "attached",
+	[COL_EXPIRES] = "expires_at",
+	[COL_CWD] = "cwd",
+};
+
+/* A row (an array in list_columns' order) or, from an older uplinkd, a session object. */
+static const json_t *cell(const json_t *s, int col)
+{
+	return json_is_array(s) ? json_array_get(s, (size_t)col)
+				: json_object_get(s, list_columns[col]);
+}
+
+static void print_table(const json_t *sessions)
+{
+	time_t now = time(NULL);
+	const json_t *s;
+	size_t i;
+
+	printf("%-14s %-10s %-8s %-27s %-7s %-8s %-8s %s\n", "SESSION", "STATUS", "AGE",
+	       "NAMESPACE", "AGENT", "ATTACHED", "EXPIRES", "CWD");
+	json_array_foreach (sessions, i, s) {
+		char age[32], expires[32] = "-";
+		json_int_t created = json_integer_value(cell(s, COL_CREATED));
+		json_int_t exp = json_integer_value(cell(s, COL_EXPIRES));
+		const char *state = up_json_text(cell(s, COL_STATE));
+
+		up_format_duration(created ? (double)(now - created) : 0, age, sizeof(age));
+		if (exp && !strcmp(state, "RUNNING"))
+			up_format_duration((double)(exp - now), expires, sizeof(expires));
+		printf("%-14s %-10s %-8s %-27s %-7s %-8lld %-8s %s\n",
+		       up_json_text(cell(s, COL_ID)), state, age,
+		       up_json_text(cell(s, COL_NAMESPACE)), up_json_text(cell(s, COL_AGENT)),
+		       (long long)json_integer_value(cell(s, COL_ATTACHED)), expires,
+		       up_json_text(cell(s, COL_CWD)));
+	}
+}
+
+/* session.list; the table asks for its columns only (rows: far less to parse than objects). */
+static int call_list(struct up_cli *cli, bool all, bool table, json_t **res)
+{
+	struct up_rpc_error err = {0};
+	json_t *cols = json_array();
+	int r = up_cli_connect(cli);
+
+	for (size_t i = 0; table && i < ELEMENTSOF(list_columns); i++)
+		(void)json_array_append_new(cols, json_string(list_columns[i]));
+	if (r != 0) {
+		json_decref(cols);
+		return r;
+	}
+	r = up_rpc_client_call(cli->rpc, "session.list",
+			       json_pack("{s:b, s:o*}", "all", all, "columns", table ? cols : NULL),
+			       UP_CLIENT_TIMEOUT_MS, NULL, NULL, res, &err);
+	if (!table)
+		json_decref(cols);
+	if (r > 0 && table && !strcmp(err.name, "INVALID_PARAMS")) {
+		/* An uplinkd older than this client (still running after an upgrade): objects. */
+		up_rpc_error_done(&err);
+		return call_list(cli, all, false, res);
+	}
+	return r == 0 ? 0 : up_cli_report(cli, r, &err);
+}
+
 int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	bool json = false, all = false;
-	json_t *res = NULL, *s;
-	size_t i;
+	json_t *res = NULL;
 	int r;
 
 	for (int a = 1; a < argc; a++) {
@@ -544,33 +623,16 @@ int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char
 		else
 			return up_cli_usage_error(cmd, "unknown argument '%s'", argv[a]);
 	}
-	r = up_cli_call(cli, "session.list", json_pack("{s:b}", "all", all), &res);
+	r = call_list(cli, all, !json, &res);
 	if (r != 0)
 		return r;
 	if (json_object_get(res, "warning"))
 		fprintf(stderr, "uplink list: warning: %s\n", up_json_field(res, "warning"));
-	if (json) {
+	if (json)
 		up_print_json(json_object_get(res, "sessions"));
-	} else {
-		printf("%-14s %-10s %-8s %-27s %-7s %-8s %-8s %s\n", "SESSION", "STATUS", "AGE",
-		       "NAMESPACE", "AGENT", "ATTACHED", "EXPIRES", "CWD");
-		json_array_foreach (json_object_get(res, "sessions"), i, s) {
-			char age[32], expires[32] = "-";
-			json_int_t created = json_integer_value(json_object_get(s, "created_at"));
-			json_int_t exp = json_integer_value(json_object_get(s, "expires_at"));
-			const char *state = up_json_field(s, "state");
-			up_format_duration(created ? (double)(time(NULL) - created) : 0, age,
-					   sizeof(age));
-			if (exp && state && !strcmp(state, "RUNNING"))
-				up_format_duration((double)(exp - time(NULL)), expires,
-						   sizeof(expires));
-			printf("%-14s %-10s %-8s %-27s %-7s %-8lld %-8s %s\n",
-			       up_json_field(s, "id"), state, age, up_json_field(s, "namespace"),
-			       up_json_field(s, "agent"),
-			       (long long)json_integer_value(json_object_get(s, "attached")),
-			       expires, up_json_field(s, "cwd"));
-		}
-	}
+	else
+		print_table(
+			json_object_get(res, json_object_get(res, "rows") ? "rows" : "sessions"));
 	json_decref(res);
 	return UP_EXIT_OK;
 }

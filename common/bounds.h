@@ -142,9 +142,10 @@
 #define UP_SESSION_WARN_BEFORE_S    600
 /* How often sessions are reconciled with the cluster besides watch events (s). */
 #define UP_RESYNC_S		    300
-/* session.list and session.clean wait this long for a new cluster's first list (its caches; uplink
- * list --help says 5 s). */
+/* session.list and clean wait this long for a new cluster's first list (list --help: 5 s). */
 #define UP_CLUSTER_SYNC_WAIT_MS	    5000
+/* session.list's columns: the fields a client asks for (a session has about a dozen). */
+#define UP_MAX_LIST_COLUMNS	    16
 /* Ended sessions' records and audit logs are kept this long (s). */
 #define UP_RECORD_RETENTION_S	    (30 * 86400)
 

@@ -621,21 +621,35 @@ static int rpc_extend(struct up_request *req, void *params, void *userdata)
 
 struct list_params {
 	bool all;
+	json_t *columns;
 };
 
 static const struct up_param list_params[] = {
 	{"all", UP_PARAM_BOOL, offsetof(struct list_params, all), 0, NULL},
+	{"columns", UP_PARAM_STRV, offsetof(struct list_params, columns), UP_PARAM_NULLABLE, NULL},
 	{0},
 };
 
 static int rpc_list(struct up_request *req, void *params, void *userdata)
 {
+	const struct list_params *p = params;
 	struct up_sessions *all = sessions_of(userdata);
 	struct up_cluster *c = up_sessions_cluster(all, NULL);
-	json_t *res = json_pack("{s:o}", "sessions",
-				up_sessions_list(all, ((struct list_params *)params)->all));
+	const char *unknown = up_sessions_list_column_check(p->columns);
+	json_t *res;
 	char why[1536];
 
+	if (json_array_size(p->columns) > UP_MAX_LIST_COLUMNS || unknown) {
+		up_request_errorf(
+			req, UP_ERR_INVALID_PARAMS,
+			"columns: %s%s%s (at most %d of the fields session.list's objects have)",
+			unknown ? "no session has a field '" : "too many", unknown ? unknown : "",
+			unknown ? "'" : "", UP_MAX_LIST_COLUMNS);
+		return 0;
+	}
+	res = p->columns ? json_pack("{s:O, s:o}", "columns", p->columns, "rows",
+				     up_sessions_list(all, p->all, p->columns))
+			 : json_pack("{s:o}", "sessions", up_sessions_list(all, p->all, NULL));
 	if (!res)
 		return -ENOMEM;
 	/* Still an answer: our sessions are known from their records; say what may be missing. */

@@ -95,7 +95,14 @@ int session_mounts_prepare(struct up_session *s) _wur_;
 
 struct up_session *up_sessions_find(struct up_sessions *all, const char *id_or_namespace);
 json_t *up_session_describe(const struct up_session *s);
-json_t *up_sessions_list(struct up_sessions *all, bool all_sessions);
+/*
+ * session.list: an object per session, or with `columns` (names of its fields) a row per
+ * session, the values in that order (null for a field a session lacks): far less to build,
+ * send and parse when a client prints a table.
+ */
+json_t *up_sessions_list(struct up_sessions *all, bool all_sessions, const json_t *columns);
+/* The first name in `columns` that no session has, NULL when all are known. */
+const char *up_sessions_list_column_check(const json_t *columns);
 /* Asks a session to stop; returns -EALREADY when it has already ended. */
 int up_session_stop(struct up_session *s, const char *reason);
 /* What a client needs to attach: the kubectl command line. */

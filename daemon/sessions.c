@@ -417,30 +417,135 @@ json_t *up_sessions_counts(const struct up_sessions *all)
 			 ended);
 }
 
-/* A namespace with managed-by=agent-uplink that is not ours: the Python tool's, another user's. */
-static json_t *describe_foreign(json_t *ns)
+/*
+ * A namespace with managed-by=agent-uplink that is not ours (the Python tool's, another
+ * user's), described field by field: the same table gives session.list's objects and rows.
+ */
+static json_t *foreign_id(json_t *meta, json_t *ns)
 {
-	json_t *meta = json_object_get(ns, "metadata");
-	json_t *ann = json_object_get(meta, "annotations");
 	const char *name = json_string_value(json_object_get(meta, "name"));
-	const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
+
+	(void)ns;
+	return json_string(name + strlen(UP_SESSION_NS_PREFIX)); /* foreign_session() checked it */
+}
+
+static json_t *foreign_namespace(json_t *meta, json_t *ns)
+{
+	(void)ns;
+	return json_incref(json_object_get(meta, "name"));
+}
+
+static json_t *foreign_state(json_t *meta, json_t *ns)
+{
 	const char *phase =
 		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
-	int64_t ms = 0;
-	json_t *d;
 
-	d = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:b, s:i}", "id",
-		      strncmp(name, UP_SESSION_NS_PREFIX, strlen(UP_SESSION_NS_PREFIX)) == 0
-			      ? name + strlen(UP_SESSION_NS_PREFIX)
-			      : name,
-		      "namespace", name, "state",
-		      phase && !strcmp(phase, "Terminating") ? "TERMINATING" : "FOREIGN", "agent",
-		      json_string_value(json_object_get(ann, "uplink.dev/agent")), "cwd",
-		      json_string_value(json_object_get(ann, "uplink.dev/cwd")), "foreign", 1,
-		      "attached", 0);
-	if (d && created && up_parse_rfc3339(created, &ms) == 0)
-		(void)json_object_set_new(d, "created_at", json_integer(ms / 1000));
+	(void)meta;
+	return json_string(phase && !strcmp(phase, "Terminating") ? "TERMINATING" : "FOREIGN");
+}
+
+static json_t *annotation(json_t *meta, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(meta, "annotations"), key);
+
+	return json_is_string(v) ? json_incref(v) : NULL;
+}
+
+static json_t *foreign_agent(json_t *meta, json_t *ns)
+{
+	(void)ns;
+	return annotation(meta, "uplink.dev/agent");
+}
+
+static json_t *foreign_cwd(json_t *meta, json_t *ns)
+{
+	(void)ns;
+	return annotation(meta, "uplink.dev/cwd");
+}
+
+static json_t *foreign_created(json_t *meta, json_t *ns)
+{
+	const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
+	int64_t ms = 0;
+
+	(void)ns;
+	return created && up_parse_rfc3339(created, &ms) == 0 ? json_integer(ms / 1000) : NULL;
+}
+
+static json_t *foreign_true(json_t *meta, json_t *ns)
+{
+	(void)meta;
+	(void)ns;
+	return json_true();
+}
+
+static json_t *foreign_zero(json_t *meta, json_t *ns)
+{
+	(void)meta;
+	(void)ns;
+	return json_integer(0);
+}
+
+static const struct {
+	const char *name;
+	json_t *(*get)(json_t *meta, json_t *ns); /* NULL: the field is absent */
+} foreign_fields[] = {
+	{"id", foreign_id},	    {"namespace", foreign_namespace},
+	{"state", foreign_state},   {"agent", foreign_agent},
+	{"cwd", foreign_cwd},	    {"foreign", foreign_true},
+	{"attached", foreign_zero}, {"created_at", foreign_created},
+};
+
+/* The index in foreign_fields of each column (-1: foreign sessions lack it), looked up once. */
+static void foreign_columns(const json_t *columns, int *idx)
+{
+	json_t *col;
+	size_t i;
+
+	json_array_foreach (columns, i, col) {
+		idx[i] = -1;
+		for (size_t f = 0; f < ELEMENTSOF(foreign_fields); f++)
+			if (!strcmp(foreign_fields[f].name, json_string_value(col)))
+				idx[i] = (int)f;
+	}
+}
+
+static json_t *describe_foreign(json_t *ns)
+{
+	json_t *d = json_object();
+
+	for (size_t i = 0; d && i < ELEMENTSOF(foreign_fields); i++) {
+		json_t *v = foreign_fields[i].get(json_object_get(ns, "metadata"), ns);
+		if (v)
+			(void)json_object_set_new(d, foreign_fields[i].name, v);
+	}
 	return d;
+}
+
+/* Our session as a row: the values of `columns` in their order, null for what it lacks. */
+static json_t *row_of(json_t *obj, const json_t *columns)
+{
+	json_t *row = json_array(), *col;
+	size_t i;
+
+	json_array_foreach (columns, i, col) {
+		json_t *v = json_object_get(obj, json_string_value(col));
+		(void)json_array_append_new(row, v ? json_incref(v) : json_null());
+	}
+	json_decref(obj);
+	return row;
+}
+
+/* A foreign session as a row; idx from foreign_columns(). */
+static json_t *foreign_row(json_t *ns, const int *idx, size_t n)
+{
+	json_t *row = json_array(), *meta = json_object_get(ns, "metadata");
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = idx[i] >= 0 ? foreign_fields[idx[i]].get(meta, ns) : NULL;
+		(void)json_array_append_new(row, v ? v : json_null());
+	}
+	return row;
 }
 
 /* agent-uplink-<id> with managed-by=agent-uplink (the watch's selector), not ours by its owner
@@ -461,25 +566,53 @@ static bool foreign_session(struct up_sessions *all, const char *name, json_t *n
 	return ended_too || !phase || strcmp(phase, "Terminating") != 0;
 }
 
-json_t *up_sessions_list(struct up_sessions *all, bool all_sessions)
+const char *up_sessions_list_column_check(const json_t *columns)
+{
+	static const char *const ours_too[] = {"expires_at", "idle_timeout", "mode",
+					       "image",	     "reason",	     "exit_code"};
+	json_t *col;
+	size_t i;
+
+	json_array_foreach (columns, i, col) {
+		const char *name = json_string_value(col);
+		bool known = false;
+		for (size_t f = 0; f < ELEMENTSOF(foreign_fields) && !known; f++)
+			known = !strcmp(name, foreign_fields[f].name);
+		for (size_t f = 0; f < ELEMENTSOF(ours_too) && !known; f++)
+			known = !strcmp(name, ours_too[f]);
+		if (!known)
+			return name;
+	}
+	return NULL;
+}
+
+json_t *up_sessions_list(struct up_sessions *all, bool all_sessions, const json_t *columns)
 {
 	struct up_cluster *c = up_sessions_cluster(all, NULL);
 	struct up_kube_watch *nsw = c ? up_cluster_namespaces(c) : NULL;
 	json_t *out = json_array(), *ns;
+	size_t ncols = json_array_size(columns);
+	int idx[UP_MAX_LIST_COLUMNS];
 	struct up_list *pos, *tmp;
 	const char *key;
 
+	if (ncols > UP_MAX_LIST_COLUMNS) /* session.list refuses them */
+		return out;
+	foreign_columns(columns, idx);
 	up_list_for_each_safe (pos, tmp, &all->sessions) {
 		struct up_session *s = up_container_of(pos, struct up_session, link);
 		if (all_sessions || !up_session_state_is_terminal(s->state) ||
-		    s->state == UP_SESSION_TEARDOWN)
-			(void)json_array_append_new(out, up_session_describe(s));
+		    s->state == UP_SESSION_TEARDOWN) {
+			json_t *d = up_session_describe(s);
+			(void)json_array_append_new(out, columns ? row_of(d, columns) : d);
+		}
 	}
 	/* From the watch cache, no round trip: live foreign sessions always, ending ones with
 	 * --all. */
 	json_object_foreach (nsw ? up_kube_watch_cache(nsw) : NULL, key, ns) {
 		if (foreign_session(all, key, ns, all_sessions))
-			(void)json_array_append_new(out, describe_foreign(ns));
+			(void)json_array_append_new(out, columns ? foreign_row(ns, idx, ncols)
+								 : describe_foreign(ns));
 	}
 	return out;
 }

@@ -8,7 +8,7 @@ import pytest
 
 from fakekube import BY_KIND
 from test_session import Env, registry  # noqa: F401
-from uplinktest import Daemon, wait_for
+from uplinktest import Daemon, RpcError, wait_for
 
 # The watch's first list of namespaces (not its watch stream).
 NS_LIST = r"^/api/v1/namespaces\?(?!.*watch=)"
@@ -106,4 +106,28 @@ def test_plain_list_shows_live_foreign_sessions_with_dashes(env):
         js = json.loads(env.daemon.client("list", "--all", "--json").stdout)
         assert {x["id"]: x["state"] for x in js}["0000000000a3"] == "TERMINATING"
     finally:
+        env.daemon.stop()
+
+
+def test_list_rows_are_the_objects_fields(env):
+    """The table asks for its columns only (rows); they are the objects' fields, in order."""
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+    foreign(env.fk, 0xb1, annotations={"uplink.dev/agent": "claude"})
+    sid = env.run("claude", "--detach", "--image", "example/agent:1", check=0).stdout.strip()
+    wait_for(lambda: "0000000000b1" in env.daemon.client("list").stdout, what="the cache")
+    cols = ["id", "state", "created_at", "namespace", "agent", "attached", "expires_at", "cwd",
+            "foreign"]
+    try:
+        with env.daemon.rpc() as c:
+            c.call("daemon.hello", {"protocol": 1})
+            objs = c.call("session.list", {"all": True})["sessions"]
+            table = c.call("session.list", {"all": True, "columns": cols})
+            assert table["columns"] == cols
+            assert table["rows"] == [[o.get(k) for k in cols] for o in objs]
+            assert {r[0] for r in table["rows"]} == {sid, "0000000000b1"}
+            with pytest.raises(RpcError, match="no session has a field 'secret'"):
+                c.call("session.list", {"columns": ["id", "secret"]})
+    finally:
+        env.daemon.client("stop", sid)
         env.daemon.stop()
