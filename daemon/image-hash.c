@@ -400,7 +400,8 @@ int up_image_context_hash(const char *dir, const char *const *build_args,
 		r = fail(&w, -ENOENT, "it has no Dockerfile");
 		goto out;
 	}
-	qsort(w.v, w.n, sizeof(*w.v), cmp_entry);
+	if (w.n > 1) /* qsort() wants a non-NULL array even for none */
+		qsort(w.v, w.n, sizeof(*w.v), cmp_entry);
 	md = EVP_MD_CTX_new();
 	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
 		r = -ENOMEM;

@@ -110,9 +110,10 @@ static int take_lock(struct up_manager *m)
 /* The socket systemd passed, if any; its path is where the lock file goes. */
 static int activated_socket(struct up_manager *m, int *fd)
 {
-	struct sockaddr_un sa;
+	struct sockaddr_un sa = {0}; /* an unnamed socket leaves sun_path as it was */
 	socklen_t len = sizeof(sa);
 	int n = sd_listen_fds(1);
+	size_t plen;
 
 	if (n < 0)
 		return log_error_errno(n, "Cannot read the sockets systemd passed");
@@ -127,9 +128,12 @@ static int activated_socket(struct up_manager *m, int *fd)
 	if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, NULL, 0) <= 0)
 		return log_error_errno(-EINVAL, "systemd passed a socket that is not a listening "
 						"Unix stream socket; check uplinkd.socket");
+	/* sun_path need not end in a NUL when it fills the field. */
 	if (getsockname(*fd, (struct sockaddr *)&sa, &len) == 0 && sa.sun_path[0] &&
-	    strlen(sa.sun_path) <= UP_MAX_SOCKET_PATH)
-		memcpy(m->socket_path, sa.sun_path, strlen(sa.sun_path) + 1);
+	    (plen = strnlen(sa.sun_path, sizeof(sa.sun_path))) <= UP_MAX_SOCKET_PATH) {
+		memcpy(m->socket_path, sa.sun_path, plen);
+		m->socket_path[plen] = '\0';
+	}
 	m->activated = true;
 	return 1;
 }

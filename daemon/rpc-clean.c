@@ -49,9 +49,8 @@ static int64_t created_at(json_t *ns)
 	const char *ts = json_string_value(
 		json_object_get(json_object_get(ns, "metadata"), "creationTimestamp"));
 	struct tm tm = {0};
-	const char *end;
 
-	if (!ts || !(end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)))
+	if (!ts || !strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm))
 		return 0;
 	return (int64_t)timegm(&tm);
 }

@@ -592,7 +592,7 @@ json_t *up_sessions_list(struct up_sessions *all, bool all_sessions, const json_
 	struct up_kube_watch *nsw = c ? up_cluster_namespaces(c) : NULL;
 	json_t *out = json_array(), *ns;
 	size_t ncols = json_array_size(columns);
-	int idx[UP_MAX_LIST_COLUMNS];
+	int idx[UP_MAX_LIST_COLUMNS] = {0}; /* foreign_columns() sets one per column */
 	struct up_list *pos, *tmp;
 	const char *key;
 
