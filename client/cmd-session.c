@@ -381,6 +381,16 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 		argv[i] = (char *)json_string_value(v);
 	if (kubectl && *kubectl)
 		argv[0] = (char *)kubectl;
+	if (!argv[0]) { /* not a string: nothing to run */
+		fprintf(stderr,
+			"uplink: uplinkd sent an attach command that is not a list of strings "
+			"(update uplink and uplinkd together); the session keeps running: "
+			"uplink attach %s\n",
+			id);
+		free(argv);
+		json_decref(info);
+		return UP_EXIT_FAILED;
+	}
 	/* Held open while we are attached: the daemon counts us until our connection goes. */
 	if (up_rpc_client_send(cli->rpc, "session.hold", json_pack("{s:s}", "id", id)) < 0)
 		fprintf(stderr,

@@ -207,7 +207,7 @@ static int claude_json(struct ctx *c)
 		doc = json_object();
 	else if (r < 0)
 		return r;
-	if (!doc || (r = claude_sanitize_claude_json(doc, c->p)) < 0)
+	if (!doc || claude_sanitize_claude_json(doc, c->p) < 0)
 		return json_decref(doc), -ENOMEM;
 	if (!(text = dump(c, doc, &len)))
 		return -ENOMEM;
