@@ -3,12 +3,13 @@ says so when the cluster does not answer, shows live foreign sessions, and print
 what a session lacks."""
 
 import json
+import subprocess
 
 import pytest
 
 from fakekube import BY_KIND
 from test_session import Env, registry  # noqa: F401
-from uplinktest import Daemon, RpcError, wait_for
+from uplinktest import Daemon, RpcError, uplink_bin, wait_for
 
 # The watch's first list of namespaces (not its watch stream).
 NS_LIST = r"^/api/v1/namespaces\?(?!.*watch=)"
@@ -52,8 +53,9 @@ def test_first_list_after_socket_activation_waits_for_the_namespaces(env):
         assert {x["namespace"] for x in rows} >= names, (len(rows), d.logs()[-2000:])
         assert r.stderr == ""
     finally:
-        d.stop()
+        rc = d.stop()
         d.close()
+    assert rc == 0, d.logs()[-3000:]
 
 
 def test_list_and_clean_say_when_the_cluster_does_not_answer(env):
@@ -71,10 +73,25 @@ def test_list_and_clean_say_when_the_cluster_does_not_answer(env):
         assert c.returncode != 0
         assert "has not answered" in c.stderr and "nothing was deleted" in c.stderr, c.stderr
         assert env.fk.get("Namespace", None, "agent-uplink-000000000001")
+        # A list still waiting when uplinkd stops is answered (or its connection closed).
+        e = dict(d.env)
+        p = subprocess.Popen([uplink_bin(), "list"], env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: in_flight(d) > 1, what="the list to wait")
     finally:
         env.fk.clear_faults()
-        d.stop()
+        rc = d.stop()
         d.close()
+    assert rc == 0, d.logs()[-3000:]
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "uplinkd is shutting down" in err, (out, err)
+
+
+def in_flight(d):
+    """Requests uplinkd is answering, this daemon.status included."""
+    with d.rpc() as c:
+        c.call("daemon.hello", {"protocol": 1})
+        return c.call("daemon.status")["connections"]["requests_in_flight"]
 
 
 def test_plain_list_shows_live_foreign_sessions_with_dashes(env):
@@ -106,7 +123,8 @@ def test_plain_list_shows_live_foreign_sessions_with_dashes(env):
         js = json.loads(env.daemon.client("list", "--all", "--json").stdout)
         assert {x["id"]: x["state"] for x in js}["0000000000a3"] == "TERMINATING"
     finally:
-        env.daemon.stop()
+        rc = env.daemon.stop()
+    assert rc == 0, env.daemon.logs()[-3000:]
 
 
 def test_list_rows_are_the_objects_fields(env):
@@ -130,4 +148,5 @@ def test_list_rows_are_the_objects_fields(env):
                 c.call("session.list", {"columns": ["id", "secret"]})
     finally:
         env.daemon.client("stop", sid)
-        env.daemon.stop()
+        rc = env.daemon.stop()
+    assert rc == 0, env.daemon.logs()[-3000:]
