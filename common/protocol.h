@@ -7,6 +7,12 @@
  */
 #define UP_PROTOCOL_VERSION 1
 
+/*
+ * A session's namespace is this prefix and its id, for uplink's sessions and 0.4.1's
+ * alike (so either names it); daemon/session-spec.h defines it the same.
+ */
+#define UP_SESSION_NS_PREFIX "agent-uplink-"
+
 #define UP_SOCKET_ENV	    "UPLINK_SOCKET"
 #define UP_SOCKET_DIR_NAME  "uplink"
 #define UP_SOCKET_FILE_NAME "uplinkd.sock"
