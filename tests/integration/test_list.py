@@ -31,8 +31,10 @@ def activated(env):
                                            "UPLINK_MACHINE_ID_FILE", "PATH")}
     # systemd-socket-activate hands uplinkd only the variables it names: env(1) adds ours.
     d = Daemon(env.tmp / "act", activated=True, env=keep,
-               wrapper=["env"] + [f"{k}={v}" for k, v in keep.items()])
-    return d.start()
+               wrapper=["env"] + [f"{k}={v}" for k, v in keep.items()]).start(wait=False)
+    # The activator says so once it listens (its socket file exists a moment before).
+    wait_for(lambda: "Listening on" in d.logs(), what="systemd-socket-activate to listen")
+    return d
 
 
 @pytest.fixture
