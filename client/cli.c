@@ -48,7 +48,9 @@ static int report_transport(struct up_cli *cli, int r)
 static int report_error(struct up_rpc_error *err)
 {
 	fprintf(stderr, "uplink: %s\n", err->message);
-	int code = strcmp(err->name, "PROTOCOL_MISMATCH") == 0 ? UP_EXIT_MISMATCH : UP_EXIT_FAILED;
+	int code = strcmp(err->name, "PROTOCOL_MISMATCH") == 0	? UP_EXIT_MISMATCH
+		   : strcmp(err->name, "UNTRUSTED_CONFIG") == 0 ? UP_EXIT_UNTRUSTED
+								: UP_EXIT_FAILED;
 	up_rpc_error_done(err);
 	return code;
 }

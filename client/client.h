@@ -14,6 +14,7 @@ enum {
 	UP_EXIT_USAGE = 2,	 /* bad command line */
 	UP_EXIT_UNREACHABLE = 3, /* no uplinkd answers on the socket */
 	UP_EXIT_MISMATCH = 4,	 /* uplink and uplinkd speak different protocols */
+	UP_EXIT_UNTRUSTED = 5,	 /* a project's config file needs uplink trust (UNTRUSTED_CONFIG) */
 };
 
 struct up_cli {
@@ -33,6 +34,8 @@ struct up_command {
 extern const struct up_command up_commands[];
 
 int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_trust(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
+int up_cmd_untrust(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);
 int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv);

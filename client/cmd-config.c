@@ -56,6 +56,33 @@ static void print_config(const json_t *r)
 	}
 }
 
+/*
+ * What the project files ask for that needs trust, and whether they have it. A file that is
+ * not trusted is said on stderr, with the command, and the exit status says it (5).
+ */
+static int print_trust(const json_t *r, int json)
+{
+	const json_t *e, *a;
+	const char *untrusted = json_string_value(json_object_get(r, "untrusted"));
+	size_t i, k;
+
+	json_array_foreach (json_object_get(r, "trust"), i, e) {
+		if (json)
+			break;
+		printf("\n%s (%s) asks for:\n", json_string_value(json_object_get(e, "file")),
+		       json_string_value(json_object_get(e, "state")));
+		json_array_foreach (json_object_get(e, "asks"), k, a)
+			printf("  %s: %s\n", json_string_value(json_object_get(a, "at")),
+			       json_string_value(json_object_get(a, "what")));
+	}
+	if (!untrusted)
+		return UP_EXIT_OK;
+	fprintf(stderr,
+		"uplink config show: uplink run refuses these files until you trust them: %s\n",
+		untrusted);
+	return UP_EXIT_UNTRUSTED;
+}
+
 int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -92,6 +119,7 @@ int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int arg
 		up_print_json(result);
 	else
 		print_config(result);
+	r = print_trust(result, json);
 	json_decref(result);
-	return UP_EXIT_OK;
+	return r;
 }

@@ -124,11 +124,37 @@ const struct up_command up_commands[] = {
 	 "mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, mitm_ca_cert,\n"
 	 "mitm_insecure, mitm_debug, kube_context, kubeconfig. Lists add to the flag's items;\n"
 	 "relative paths are relative to the config file's folder. A project's file (between the\n"
-	 "cwd and home: a repository can bring one) cannot set allow_exec, and is named when it\n"
-	 "sets a key that widens the agent's reach (mounts, kube contexts, SSH keys, AWS\n"
-	 "profiles, the mitm's TLS and debug options).\n\n"
+	 "cwd and home: a repository can bring one) cannot set allow_exec; its placeholders and\n"
+	 "the keys that widen the agent's reach apply only once you trust it (uplink trust):\n"
+	 "each such file is listed with what it asks for and whether it is trusted.\n\n"
 	 "Options:\n"
-	 "  --json    print the daemon's answer as JSON\n"},
+	 "  --json    print the daemon's answer as JSON\n"
+	 "\nExit status: 5 when a project's file needs trusting before uplink run takes it.\n"},
+	{"trust", up_cmd_trust,
+	 "Trust a project's config file: its credentials and reach may then apply.",
+	 "[FILE...] [--list] [--json]",
+	 "A project's config file (.uplink.yaml or .agent-uplink.yaml between the current folder\n"
+	 "and home: a cloned repository can bring one) is taken only in part until you trust\n"
+	 "it: its keyring and exec placeholders ({{keyring:...}}, {{exec:...}}, in inline rules\n"
+	 "or in rules files it names), its l4_forward rules, and its keys that widen the agent's\n"
+	 "reach or pick what runs (add_dir, mount_rw, mount_ro, kube_context, kubeconfig,\n"
+	 "ssh_key_dir, ssh_cidr, aws_profiles, mitm_ca_cert, mitm_insecure, mitm_debug,\n"
+	 "allow_dns, deploy_context, agent_runtime_class, mitmproxy_image, registry_image, image,\n"
+	 "registry) make uplink run refuse until then. Plain rules (hosts, methods, paths,\n"
+	 "literal headers) and the other keys apply untrusted.\n\n"
+	 "uplink trust records each FILE (default: the project files that apply to the current\n"
+	 "folder), and the rules files it names, by path and SHA-256 of its content, and prints\n"
+	 "what it may now have. A changed file needs trusting again. Your own\n"
+	 "~/.config/uplink/config.yaml and --rules files need no trust. The store is\n"
+	 "$XDG_STATE_HOME/uplink/trusted.json (default ~/.local/state/uplink).\n\n"
+	 "Options:\n"
+	 "  --list    show the trusted files, each trusted, changed or missing now\n"
+	 "  --json    print the daemon's answer as JSON\n\n"
+	 "To stop trusting a file: uplink untrust FILE.\n"},
+	{"untrust", up_cmd_untrust, "Stop trusting a project's config file (see uplink trust).",
+	 "FILE... [--json]",
+	 "Removes each FILE from the trust store; uplink run refuses it again while it asks for\n"
+	 "what needs trust. Exit status 1 if a FILE was not trusted.\n"},
 	{"doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",
 	 "[--deploy-context NAME] [--kubeconfig PATHS] [--agent-runtime-class NAME] [--json]",
 	 "Options:\n"
@@ -200,7 +226,9 @@ static void usage(FILE *f)
 		   "  1  the operation failed (the message says why)\n"
 		   "  2  bad command line\n"
 		   "  3  uplinkd cannot be reached (start it: " UP_START_HINT ")\n"
-		   "  4  uplink and uplinkd speak different protocol versions\n");
+		   "  4  uplink and uplinkd speak different protocol versions\n"
+		   "  5  a project's config file needs trusting first (uplink trust; nothing "
+		   "started)\n");
 }
 
 /* The command whose words are the longest prefix of argv. */

@@ -206,6 +206,10 @@
  */
 #define UP_MAX_CONFIG_FILE_SIZE	 (256 * 1024)
 #define UP_MAX_CONFIG_FILES	 64
+/* The trust store (uplink trust): its size, the files it holds, the files one call names. */
+#define UP_MAX_TRUST_STORE_SIZE	 (1024 * 1024)
+#define UP_MAX_TRUSTED_FILES	 2048
+#define UP_MAX_TRUST_ARGS	 64
 /* AWS (--aws-profiles): profiles in one session (flags and the agent's together), how long
  * `aws configure export-credentials` may run, how much of its output and stderr we keep. */
 #define UP_MAX_AWS_PROFILES	 32

@@ -27,6 +27,7 @@
 	XX(KEYRING_LOCKED, -32042, "the keyring is locked")                                  \
 	XX(EXEC_FAILED, -32043, "an exec placeholder failed")                                \
 	XX(EXEC_NOT_ALLOWED, -32044, "exec placeholders need --allow-exec")                  \
+	XX(UNTRUSTED_CONFIG, -32045, "a project's config file needs uplink trust first")     \
 	XX(IMAGE_CONTEXT_INVALID, -32050, "the agent's build context cannot be used")        \
 	XX(IMAGE_BUILD_FAILED, -32051, "the agent image could not be built or pushed")       \
 	XX(REGISTRY_UNREACHABLE, -32052, "the image registry cannot be reached")             \

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,6 +31,11 @@ int up_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t 
 	return read_fd(fd, max, ret, len);
 }
 
+int up_read_file_fd(int fd, size_t max, char **ret, size_t *len)
+{
+	return read_fd(fd, max, ret, len);
+}
+
 int up_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -43,6 +50,50 @@ int up_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+static int fsync_dir(const char *path)
+{
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int up_write_file_atomic(const char *dir, const char *name, const void *buf, size_t len,
+			 const char **step)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	const char *dummy;
+	int fd, n, r;
+
+	step = step ? step : &dummy;
+	*step = "create";
+	n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
+	if (fd < 0)
+		return -errno;
+	*step = "write";
+	r = up_write_all(fd, buf, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0) {
+		*step = "rename";
+		if (rename(tmp, path) < 0)
+			r = -errno;
+	}
+	if (r < 0) {
+		(void)unlink(tmp);
+		return r;
+	}
+	*step = "sync";
+	return fsync_dir(dir);
 }
 
 static int read_fd(int fd, size_t max, char **ret, size_t *len)

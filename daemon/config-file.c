@@ -16,6 +16,7 @@
 #include "config-file.h"
 #include "duration.h"
 #include "rules.h"
+#include "trust.h"
 #include "yaml-json.h"
 
 enum kind {
@@ -133,8 +134,9 @@ int up_config_init_defaults(struct up_config *c)
 	c->files = json_array();
 	c->lists = json_object();
 	c->project = json_object();
+	c->trust = json_array();
 	return c->ttl && c->idle_timeout && c->rules && c->args && c->origins && c->files &&
-			       c->lists && c->project
+			       c->lists && c->project && c->trust
 		       ? 0
 		       : -ENOMEM;
 }
@@ -154,7 +156,8 @@ void up_config_done(struct up_config *c)
 	json_decref(c->files);
 	json_decref(c->lists);
 	json_decref(c->project);
-	c->rules = c->args = c->origins = c->files = c->lists = c->project = NULL;
+	json_decref(c->trust);
+	c->rules = c->args = c->origins = c->files = c->lists = c->project = c->trust = NULL;
 }
 
 /* ---- one file ---- */
@@ -165,6 +168,7 @@ struct pctx {
 	size_t len;
 	yaml_document_t *doc;
 	json_t *problems;
+	json_t *asks; /* this file's asks (c->trust), for a project's file; else NULL */
 	int n_problems;
 	bool oom;
 };
@@ -223,32 +227,75 @@ static bool taken(const struct pctx *p, const char *canon)
 }
 
 /*
- * What widens what the agent reaches or what runs on this machine. A project's file (one
- * between the cwd and home, which a cloned repository can bring) setting one is told to the
- * user; allow_exec from such a file is refused: it would let the repository run commands here.
+ * allow_exec from a project's file (one between the cwd and home, which a cloned repository
+ * can bring) is refused, trusted or not: it would let the repository run commands here.
  */
-static const char *const reaching[] = {
-	"allow_exec", "kube_context", "kubeconfig", "ssh_key_dir",   "aws_profiles",
-	"add_dir",    "mount_rw",     "mount_ro",   "mitm_insecure", "mitm_debug",
+static const char *const reaching[] = {"allow_exec"};
+
+/*
+ * What a project's file may set only once the user trusts it (trust.h): what widens what the
+ * agent reaches, what runs in the session, and where its credentials live.
+ */
+static const struct {
+	const char *canon, *what;
+} trusted_only[] = {
+	{"add_dir", "mounts a host folder into the agent, read-write"},
+	{"mount_rw", "mounts a host path into the agent, read-write"},
+	{"mount_ro", "mounts a host path into the agent"},
+	{"kube_context", "gives the agent a Kubernetes context and its credential"},
+	{"kubeconfig", "picks the kubeconfig whose contexts (and credentials) the agent gets"},
+	{"ssh_key_dir", "lets the agent sign with SSH keys"},
+	{"ssh_cidr", "opens SSH from the agent to a network"},
+	{"aws_profiles", "gives the agent an AWS profile's permissions"},
+	{"mitm_ca_cert", "makes the proxy trust another CA for the hosts it sends credentials to"},
+	{"mitm_insecure", "turns off the proxy's upstream TLS checks (credentials to anyone)"},
+	{"mitm_debug", "makes the proxy log headers and bodies, credentials included"},
+	{"allow_dns", "lets the agent resolve names (a channel the rules cannot see)"},
+	{"deploy_context", "picks the cluster that holds the session's credentials"},
+	{"agent_runtime_class", "picks the agent pod's sandbox"},
+	{"mitmproxy_image", "picks the proxy image, which holds every credential"},
+	{"registry_image", "picks the in-cluster registry's image"},
+	{"image", "picks the agent's image"},
+	{"registry", "picks where the agent image is pushed and pulled"},
 };
 
-static bool project_file(const struct pctx *p)
+bool up_config_is_project_file(const char *path, const char *home)
 {
-	const char *slash = strrchr(p->path, '/');
-	size_t dir = slash ? (size_t)(slash - p->path) : 0;
+	const char *slash = strrchr(path, '/');
+	size_t dir = slash ? (size_t)(slash - path) : 0;
 
 	return slash &&
 	       (streq(slash + 1, UP_CONFIG_FILE) || streq(slash + 1, UP_CONFIG_FILE_OLD)) &&
-	       !(p->home && strlen(p->home) == dir && !strncmp(p->path, p->home, dir));
+	       !(home && strlen(home) == dir && !strncmp(path, home, dir));
+}
+
+static bool project_file(const struct pctx *p)
+{
+	return up_config_is_project_file(p->path, p->home);
+}
+
+static void ask(struct pctx *p, json_t *at, json_t *what)
+{
+	if (!at || !what ||
+	    json_array_append_new(p->asks, json_pack("{s:o, s:o}", "at", at, "what", what)) < 0)
+		p->oom = true;
 }
 
 static void note_reach(struct pctx *p, const char *canon, const yaml_node_t *n)
 {
+	const struct key *k = key_find_canon(canon);
+
 	for (size_t i = 0; i < ELEMENTSOF(reaching); i++)
 		if (streq(reaching[i], canon) && project_file(p) &&
 		    !json_object_get(p->c->project, canon) &&
 		    json_object_set_new(p->c->project, canon, origin(p, n)) < 0)
 			p->oom = true;
+	if (!p->asks ||
+	    (k->kind == K_BOOL && !*(const bool *)(const void *)((const char *)p->c + k->offset)))
+		return; /* not a project's file; or false, which widens nothing */
+	for (size_t i = 0; i < ELEMENTSOF(trusted_only); i++)
+		if (streq(trusted_only[i].canon, canon))
+			ask(p, origin(p, n), json_sprintf("%s: %s", canon, trusted_only[i].what));
 }
 
 static void set_origin(struct pctx *p, const char *canon, const yaml_node_t *n)
@@ -384,6 +431,8 @@ static void read_inline_rule(struct pctx *p, const yaml_node_t *n)
 		return;
 	}
 	r = up_ruleset_load_string(rs, UP_LAYER_USER, p->path, text, strlen(text), p->problems);
+	if (r >= 0 && p->asks && up_config_rules_asks(rs, p->asks) < 0)
+		r = -ENOMEM;
 	up_ruleset_free(rs);
 	if (r == -ENOMEM) {
 		p->oom = true;
@@ -576,10 +625,18 @@ int up_config_parse(struct up_config *c, const char *path, const char *text, siz
 {
 	struct pctx p = {
 		.c = c, .path = path, .home = home, .text = text, .len = len, .problems = problems};
+	char sha[UP_SHA256_HEX_LEN + 1];
 	yaml_document_t doc;
 	yaml_parser_t parser;
+	bool project = up_config_is_project_file(path, home);
 
-	if (json_array_append_new(c->files, json_string(path)) < 0)
+	up_sha256_hex(text, len, sha);
+	p.asks = project ? json_array() : NULL;
+	if (json_array_append_new(c->files, json_string(path)) < 0 || (project && !p.asks) ||
+	    json_array_append_new(c->trust,
+				  json_pack("{s:s, s:s, s:b, s:o, s:[]}", "file", path, "sha256",
+					    sha, "project", project, "asks",
+					    project ? p.asks : json_array(), "rules_files")) < 0)
 		return -ENOMEM;
 	prescan(&p);
 	if (p.n_problems > 0)
@@ -615,8 +672,10 @@ static json_t *value_of(const struct up_config *c, const struct key *k)
 		json_t *out = json_array(), *v;
 		size_t i;
 		json_array_foreach (c->rules, i, v)
-			(void)json_array_append(out,
-						json_is_string(v) ? v : json_object_get(v, "rule"));
+			(void)json_array_append(out, json_is_string(v) ? v
+						     : json_object_get(v, "path")
+							     ? json_object_get(v, "path")
+							     : json_object_get(v, "rule"));
 		return out;
 	}
 	case K_ARGS: return json_deep_copy(c->args);
@@ -768,7 +827,10 @@ int up_config_add_rules(json_t *rules, const json_t *config_rules)
 int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t *problems)
 {
 	const char *text = json_string_value(json_object_get(item, "text"));
+	json_t *error = json_object_get(item, "error");
 
+	if (error)
+		return json_array_append(problems, error) < 0 ? -ENOMEM : -EINVAL;
 	if (json_is_string(item))
 		return up_ruleset_load_file(rs, UP_LAYER_USER, json_string_value(item),
 					    json_string_value(item), problems);

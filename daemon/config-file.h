@@ -44,7 +44,46 @@ struct up_config {
 	json_t *project; /* the keys a project's file set that widen the agent's reach -> FILE:LINE
 			  */
 	json_t *files;	 /* the files read, nearest first */
+	/*
+	 * What each file read asks of the trust store (trust.h), nearest first:
+	 * {"file", "sha256" (of the bytes parsed), "project": a project's file (between the cwd
+	 * and home), "asks": [{"at": "FILE:LINE", "what": a sentence}], "rules_files":
+	 * [{"file", "sha256"}] (the rules files a project's file names, read with it)}. A
+	 * project's file whose asks are not empty is taken only when the store trusts it, and
+	 * its rules files, at these hashes.
+	 */
+	json_t *trust;
 };
+
+/*
+ * What a rules set asks for that only a trusted file may: each keyring or exec placeholder of
+ * its headers and each l4_forward rule, appended to `asks` as {"at": the rule's FILE:LINE,
+ * "what"}. 0 or -ENOMEM.
+ */
+int up_config_rules_asks(const struct up_ruleset *rs, json_t *asks) _wur_;
+
+/*
+ * After up_config_parse() of a project's file: reads each rules file it named (items from
+ * `first` on), once, into an inline item {"file", "path", "source", "text"} (or {"error"} when
+ * it cannot be read), adding its hash to the file's "rules_files" and its asks to the file's.
+ * Blocking. 0 or -ENOMEM.
+ */
+int up_config_read_rules_files(struct up_config *c, size_t first) _wur_;
+
+/*
+ * Sets each c->trust entry's "state" from the store's files (up_trust_load()): "yours" (not a
+ * project's), "not needed" (asks nothing), "trusted", "changed" or "untrusted"; and
+ * "trusted_at" when the store knows the file. 0 or -ENOMEM.
+ */
+int up_config_check_trust(struct up_config *c, const json_t *store) _wur_;
+/* Whether an entry so checked must be trusted before it is taken ("changed", "untrusted"). */
+bool up_config_needs_trust(const json_t *entry);
+/* The refusal for untrusted entries: each file, what it asks for, the command; NULL on OOM. */
+char *up_config_untrusted_message(const struct up_config *c);
+
+/* True for a config file's path that a project brings: .uplink.yaml (or the old name) not in home.
+ */
+bool up_config_is_project_file(const char *path, const char *home);
 
 /* The defaults: what a session gets with no file and no flag. */
 int up_config_init_defaults(struct up_config *c) _wur_;
@@ -96,6 +135,18 @@ typedef int (*up_config_cont_fn)(struct up_request *req, void *params, void *use
 /* config.show's reading: off the loop; broken files answer the request; `done` gets the rest. */
 int up_config_show_for(uv_loop_t *loop, struct up_request *req, const char *home, const char *cwd,
 		       void (*done)(struct up_request *req, struct up_config *c, void *ud)) _wur_;
+/*
+ * config.trust (the cwd's project files, or `files`: paths of project files), config.untrust
+ * (`files`) and config.trusted: the trust store's methods, off the loop; the job answers
+ * the request.
+ */
+enum up_config_trust_op {
+	UP_TRUST_ADD,
+	UP_TRUST_REMOVE,
+	UP_TRUST_LIST,
+};
+int up_config_trust_for(uv_loop_t *loop, struct up_request *req, enum up_config_trust_op op,
+			const char *home, const char *cwd, const json_t *files) _wur_;
 int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_param *table,
 		   const char *home, up_config_cont_fn cont, void *userdata) _wur_;
 

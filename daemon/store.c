@@ -38,7 +38,7 @@ static int fail(int r, char *err, size_t err_len, const char *doing, const char 
 	return r;
 }
 
-static int default_base(char *buf, size_t len)
+int up_store_default_base(char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	int n;
@@ -64,7 +64,7 @@ int up_store_new(const char *base, struct up_store **ret)
 	int n, r;
 
 	if (!base) {
-		r = default_base(buf, sizeof(buf));
+		r = up_store_default_base(buf, sizeof(buf));
 		if (r < 0)
 			return r;
 		base = buf;
@@ -176,35 +176,26 @@ static int make_dirs(struct up_store *s, json_t *problems, char *err, size_t err
 	return r < 0 ? r : make_dir(s->sessions, problems, err, err_len);
 }
 
-/* tmp + write + fsync + rename + fsync of the folder. */
+/* tmp + write + fsync + rename + fsync of the folder (up_write_file_atomic()). */
 static int save_bytes(struct up_store *s, const char *id, const char *buf, size_t len, char *err,
 		      size_t err_len)
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
-	int fd, r;
+	char name[64], path[PATH_MAX];
+	const char *step = NULL;
+	int r;
 
 	r = make_dirs(s, NULL, err, err_len);
 	if (r < 0)
 		return r;
-	(void)snprintf(path, sizeof(path), "%s/%s.json", s->sessions, id);
-	(void)snprintf(tmp, sizeof(tmp), "%s/.%s.json.XXXXXX", s->sessions, id);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return fail(-errno, err, err_len, "cannot create a file in", s->sessions);
-	r = up_write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		(void)unlink(tmp);
-		return fail(r, err, err_len, "cannot write the session record", path);
-	}
-	r = fsync_path(s->sessions);
-	if (r < 0)
+	(void)snprintf(name, sizeof(name), "%s.json", id);
+	(void)snprintf(path, sizeof(path), "%s/%s", s->sessions, name);
+	r = up_write_file_atomic(s->sessions, name, buf, len, &step);
+	if (r < 0 && streq(step, "create"))
+		return fail(r, err, err_len, "cannot create a file in", s->sessions);
+	if (r < 0 && streq(step, "sync"))
 		return fail(r, err, err_len, "cannot sync the folder", s->sessions);
+	if (r < 0)
+		return fail(r, err, err_len, "cannot write the session record", path);
 	return 0;
 }
 

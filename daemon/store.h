@@ -50,7 +50,9 @@
 
 struct up_store;
 
-/* `base` NULL: $XDG_STATE_HOME/uplink or ~/.local/state/uplink. Computes paths only. */
+/* $XDG_STATE_HOME/uplink, else ~/.local/state/uplink ($HOME, else the passwd entry's). */
+int up_store_default_base(char *buf, size_t len) _wur_;
+/* `base` NULL: up_store_default_base(). Computes paths only. */
 int up_store_new(const char *base, struct up_store **ret) _wur_;
 /* The caller lets pending _async calls finish first (up_store_pending() == 0). */
 struct up_store *up_store_free(struct up_store *s);

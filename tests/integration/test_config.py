@@ -21,6 +21,15 @@ def env(tmpdir_short, fakekube, registry):  # noqa: F811
     yield from e.running()
 
 
+def trust(env, *files):
+    e = dict(env.daemon.env)
+    e.pop("UPLINK_DEBUG", None)
+    r = subprocess.run([uplink_bin(), "trust", *files], cwd=env.project, env=e, capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    return r
+
+
 def config_show(env, *args, cwd=None, check=0):
     e = dict(env.daemon.env)
     e.pop("UPLINK_DEBUG", None)
@@ -45,8 +54,12 @@ def test_config_show_merges_and_says_where(env):
     (env.home / ".uplink.yaml").write_text("ttl: 2h\n" + INLINE)
     (env.project / ".agent-uplink.yaml").write_text("allow_dns: true\nrules: [other.yaml]\n")
     (env.project / ".uplink.yaml").write_text("\nttl: 90m\n")
-    r = config_show(env, "--json")
+    r = config_show(env, "--json", check=5)  # a project's allow_dns waits for uplink trust
     doc = json.loads(r.stdout)
+    assert doc["trust"] == [{"file": f"{env.project}/.agent-uplink.yaml", "state": "untrusted", "rules_files": [],
+                             "asks": [{"at": f"{env.project}/.agent-uplink.yaml:1", "what": "allow_dns: lets the "
+                                       "agent resolve names (a channel the rules cannot see)"}]}]
+    assert f"uplink trust {env.project}/.agent-uplink.yaml" in r.stderr
     proj, home = str(env.project), str(env.home)
     assert doc["files"] == [f"{proj}/.uplink.yaml", f"{proj}/.agent-uplink.yaml", f"{home}/.uplink.yaml",
                             f"{env.xdg}/uplink/config.yaml"]
@@ -62,7 +75,8 @@ def test_config_show_merges_and_says_where(env):
     assert v["rules"]["value"][1]["name"] == "from-config"
     assert v["rules"]["source"] == [f"{proj}/.agent-uplink.yaml:2", f"{home}/.uplink.yaml:4"]
     # the text form says the same
-    text = config_show(env).stdout
+    text = config_show(env, check=5).stdout
+    assert f"{proj}/.agent-uplink.yaml (untrusted) asks for:\n  {proj}/.agent-uplink.yaml:1: allow_dns" in text
     assert f"{proj}/.uplink.yaml\n" in text
     line = next(l for l in text.splitlines() if l.startswith("ttl "))
     assert "90m" in line and line.endswith(f"{proj}/.uplink.yaml:2")
@@ -100,6 +114,7 @@ def agent_pod_spec(items):
 
 def test_session_takes_ttl_allow_dns_and_inline_rules_from_the_file(env):
     (env.project / ".uplink.yaml").write_text("ttl: 2h\nallow_dns: true\n" + INLINE)
+    trust(env)  # allow_dns from a project's file
     items = dry_run(env)
     assert ttl_of(items) == 2 * 3600
     assert "dnsPolicy" not in agent_pod_spec(items)
@@ -139,6 +154,7 @@ def test_list_keys_add_to_the_flags_and_paths_are_the_files(env):
     (env.project / "ro.txt").write_text("x")
     (env.home / ".uplink.yaml").write_text("mount_ro: [proj/ro.txt]\nssh_cidr: 10.0.0.0/8\n")
     (env.project / ".uplink.yaml").write_text("add_dir:\n  - ~/shared\nmitm_debug: true\n")
+    trust(env)
     r = config_show(env, "--json")
     v = json.loads(r.stdout)["values"]
     assert v["add_dir"] == {"value": [f"{env.home}/shared"], "source": [f"{env.project}/.uplink.yaml:2"]}
@@ -157,6 +173,7 @@ def test_list_keys_add_to_the_flags_and_paths_are_the_files(env):
 
 def test_a_bad_value_from_a_file_is_named_by_its_line(env):
     (env.project / ".uplink.yaml").write_text("ttl: 2h\nagent_runtime_class: Not_A_Name\n")
+    trust(env)
     r = dry_run(env, check=1)
     assert f"{env.project}/.uplink.yaml:2: agent_runtime_class: 'Not_A_Name' is not a valid RuntimeClass name" \
         in r.stderr
@@ -169,20 +186,26 @@ def test_a_bad_value_from_a_file_is_named_by_its_line(env):
     assert "--agent-runtime-class: 'Not_A_Name' is not a valid RuntimeClass name" in r.stderr
 
 
-def test_a_projects_file_cannot_allow_exec_and_is_named_when_it_widens_the_reach(env):
+def test_a_projects_file_cannot_allow_exec_even_trusted(env):
     (env.project / "x.yaml").write_text("rules:\n  - name: x\n    hosts: ['a\\.test']\n    inject:\n"
                                         "      headers: {X-A: '{{exec:echo hi}}'}\n")
     (env.project / ".uplink.yaml").write_text("allow_exec: true\nrules: [x.yaml]\nmount_ro: [x.yaml]\n")
-    r = dry_run(env, check=1)
     p = env.project / ".uplink.yaml"
+    # untrusted: refused, naming what it asks for (allow_exec is never a project's to ask)
+    r = dry_run(env, check=5)
+    assert f"{p}:3: mount_ro: mounts a host path into the agent" in r.stderr
+    assert f"{env.project}/x.yaml:2: runs 'echo hi' on this machine" in r.stderr
+    assert "allow_exec:" not in r.stderr
+    # trusted: still no allow_exec from it, and the rule's command is refused, not run
+    trust(env)
+    r = dry_run(env, check=1)
     assert (f"{p}:1: allow_exec is not taken from a project's config file (a repository could run "
             "commands on this machine with it); pass --allow-exec") in r.stderr
-    assert f"{p}:3: this project's config file sets mount_ro, which widens what the agent reaches" in r.stderr
-    # and the rule's command is refused, not run
     assert "uses an {{exec:...}} placeholder, and commands from rules run only when you allow them" in r.stderr
     # the same in the user's own files is theirs to say
     (env.xdg / "uplink" / "config.yaml").write_text("allow_exec: true\n")
     p.write_text("rules: [x.yaml]\n")
+    trust(env)
     r = env.run("claude", "--dry-run", "--image", "example/agent:1", "--rules", str(env.project / "x.yaml"),
                 env={"PATH": "/usr/bin:/bin"}, check=0)
     assert "allow_exec is not taken" not in r.stderr

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* uplink trust, uplink untrust: the trust store of project config files (daemon/trust.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+
+/*
+ * FILE as the daemon names it: its folder resolved (the daemon's paths come from getcwd(),
+ * which resolves links too), then its name. A folder that is gone is taken as written,
+ * made absolute.
+ */
+static json_t *abs_path(const char *file, const char *cwd)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(file, '/'), *name = slash ? slash + 1 : file;
+
+	if (slash)
+		(void)snprintf(dir, sizeof(dir), "%.*s", slash == file ? 1 : (int)(slash - file),
+			       file);
+	else
+		(void)snprintf(dir, sizeof(dir), ".");
+	if (realpath(dir, real))
+		return json_sprintf("%s%s%s", real, streq(real, "/") ? "" : "/", name);
+	return file[0] == '/' ? json_string(file) : json_sprintf("%s/%s", cwd, file);
+}
+
+static void print_trusted(const json_t *e)
+{
+	const json_t *asks = json_object_get(e, "asks"), *a;
+	size_t i;
+
+	printf("trusted %s (sha256 %.16s...)", json_string_value(json_object_get(e, "file")),
+	       json_string_value(json_object_get(e, "sha256")));
+	if (json_array_size(asks) == 0) {
+		printf(": it asks for nothing that needs trust\n");
+		return;
+	}
+	printf(", which may now have:\n");
+	json_array_foreach (asks, i, a)
+		printf("  %s: %s\n", json_string_value(json_object_get(a, "at")),
+		       json_string_value(json_object_get(a, "what")));
+	json_array_foreach (json_object_get(e, "rules_files"), i, a)
+		printf("  (with the rules file %s as it is now)\n",
+		       json_string_value(json_object_get(a, "file")));
+}
+
+static void print_list(const json_t *r)
+{
+	const json_t *files = json_object_get(r, "files"), *e;
+	size_t i;
+
+	if (json_array_size(files) == 0) {
+		printf("no trusted files (uplink trust adds the project files of the current "
+		       "folder)\n");
+		return;
+	}
+	printf("%-9s %-17s %s\n", "STATE", "TRUSTED (UTC)", "FILE");
+	json_array_foreach (files, i, e) {
+		time_t t = (time_t)json_integer_value(json_object_get(e, "trusted_at"));
+		char when[32] = "?";
+		struct tm tm;
+
+		if (gmtime_r(&t, &tm))
+			(void)strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+		printf("%-9s %-17s %s\n", json_string_value(json_object_get(e, "state")), when,
+		       json_string_value(json_object_get(e, "file")));
+	}
+}
+
+/* Parses [--json] [--list] [FILE...]; the files, made absolute, into *files (NULL: none). */
+static int parse(const struct up_command *cmd, int argc, char **argv, bool allow_list, int *json,
+		 int *list, json_t **files)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"list", no_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	char cwd[PATH_MAX];
+	int c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': *json = 1; break;
+		case 'l':
+			if (!allow_list)
+				return up_cli_usage_error(cmd, "unknown option '--list'");
+			*list = 1;
+			break;
+		case 'h': up_cli_command_help(cmd, stdout); return -1;
+		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (*list && optind < argc)
+		return up_cli_usage_error(cmd, "--list takes no FILE");
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr,
+			"uplink %s: cannot tell the current folder: %s; cd into an existing "
+			"folder, or name the files\n",
+			cmd->pattern, strerror(errno));
+		return UP_EXIT_FAILED;
+	}
+	*files = optind < argc ? json_array() : NULL;
+	for (int i = optind; i < argc; i++)
+		(void)json_array_append_new(*files, abs_path(argv[i], cwd));
+	return 0;
+}
+
+static int call_and_print(struct up_cli *cli, const char *method, json_t *params, int json,
+			  void (*print)(const json_t *r))
+{
+	json_t *result = NULL;
+	int r = up_cli_call(cli, method, params, &result);
+
+	if (r != 0)
+		return r;
+	if (json)
+		up_print_json(result);
+	else
+		print(result);
+	json_decref(result);
+	return UP_EXIT_OK;
+}
+
+static void print_trust(const json_t *r)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach (json_object_get(r, "trusted"), i, e)
+		print_trusted(e);
+}
+
+int up_cmd_trust(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	char cwd[PATH_MAX];
+	json_t *files = NULL, *params;
+	int json = 0, list = 0, r;
+
+	r = parse(cmd, argc, argv, true, &json, &list, &files);
+	if (r != 0)
+		return r < 0 ? UP_EXIT_OK : r;
+	if (list)
+		return call_and_print(cli, "config.trusted", NULL, json, print_list);
+	if (files)
+		params = json_pack("{s:o}", "files", files);
+	else
+		params = getcwd(cwd, sizeof(cwd)) ? json_pack("{s:s}", "cwd", cwd) : NULL;
+	return call_and_print(cli, "config.trust", params, json, print_trust);
+}
+
+static void print_untrust(const json_t *r)
+{
+	const json_t *f;
+	size_t i;
+
+	json_array_foreach (json_object_get(r, "removed"), i, f)
+		printf("no longer trusted: %s\n", json_string_value(f));
+	json_array_foreach (json_object_get(r, "unknown"), i, f)
+		fprintf(stderr,
+			"uplink untrust: %s was not trusted (uplink trust --list shows the "
+			"trusted files)\n",
+			json_string_value(f));
+}
+
+int up_cmd_untrust(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+{
+	json_t *files = NULL, *result = NULL;
+	int json = 0, list = 0, r;
+
+	r = parse(cmd, argc, argv, false, &json, &list, &files);
+	if (r != 0)
+		return r < 0 ? UP_EXIT_OK : r;
+	if (!files)
+		return up_cli_usage_error(
+			cmd, "name the files to stop trusting (uplink trust --list shows them)");
+	r = up_cli_call(cli, "config.untrust", json_pack("{s:o}", "files", files), &result);
+	if (r != 0)
+		return r;
+	if (json)
+		up_print_json(result);
+	else
+		print_untrust(result);
+	r = json_array_size(json_object_get(result, "unknown")) > 0 ? UP_EXIT_FAILED : UP_EXIT_OK;
+	json_decref(result);
+	return r;
+}
