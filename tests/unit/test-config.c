@@ -15,6 +15,7 @@
 #include "config-file.h"
 #include "jsonrpc.h"
 #include "rules.h"
+#include "trust.h"
 
 #define KNOWN                                                                                    \
 	"known keys: mode, auth_mode, anthropic, bedrock, rules, no_default_rules, allow_exec, " \
@@ -24,6 +25,8 @@
 	"add_dir, "                                                                              \
 	"mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, "        \
 	"mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles"
+
+#define SHA_OTHER "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 static char root[PATH_MAX];
 
@@ -467,6 +470,77 @@ static void test_more_problems(void **state)
 	json_decref(problems);
 }
 
+/* What a project's file asks of the trust store, and what the store's answer makes of it. */
+static void test_trust_asks(void **state)
+{
+	struct up_config c;
+	json_t *problems = json_array(), *e, *asks, *store;
+	char want[PATH_MAX + 64], sha[UP_SHA256_HEX_LEN + 1], *msg;
+	const char *rules_text = "rules:\n  - name: beacon\n    hosts: [b\\.test]\n    inject:\n"
+				 "      headers: {X-B: '{{exec:echo hi}}'}\n";
+
+	(void)state;
+	mkdir_in("home/evil");
+	write_file("home/evil/r.yaml", rules_text);
+	write_file("home/evil/.uplink.yaml",
+		   "ttl: 1h\nmount_ro: [r.yaml]\nmitm_debug: false\nrules:\n"
+		   "  - name: t\n    hosts: [t\\.test]\n    inject:\n"
+		   "      headers: {X-T: 'Bearer {{keyring:github:git-https}}'}\n"
+		   "  - r.yaml\n");
+	load(&c, problems, "home/evil");
+	assert_int_equal(json_array_size(problems), 0);
+	e = json_array_get(c.trust, 0); /* the project's file; then home's (yours) and xdg's */
+	(void)snprintf(want, sizeof(want), "%s/home/evil/.uplink.yaml", root);
+	assert_string_equal(json_string_value(json_object_get(e, "file")), want);
+	assert_true(json_is_true(json_object_get(e, "project")));
+	asks = json_object_get(e, "asks");
+	assert_int_equal(json_array_size(asks),
+			 3); /* mount_ro, the keyring, the exec; not mitm_debug: false */
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(asks, 0), "what")),
+			       "mount_ro"));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(json_array_get(asks, 1), "what")),
+		       "service='github' username='git-https', sent in header X-T by rule 't'"));
+	(void)snprintf(want, sizeof(want), "%s/home/evil/r.yaml:2", root);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(asks, 2), "at")),
+			    want);
+	/* the rules file was read once: its text is what the session parses, its hash what is
+	 * trusted */
+	up_sha256_hex(rules_text, strlen(rules_text), sha);
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(e, "rules_files"), 0), "sha256")),
+		sha);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(c.rules, 1), "text")),
+			    rules_text);
+	assert_int_equal(json_array_size(json_object_get(json_array_get(c.trust, 1), "asks")), 0);
+
+	store = json_object();
+	assert_int_equal(up_config_check_trust(&c, store), 0);
+	assert_true(up_config_needs_trust(e));
+	assert_string_equal(json_string_value(json_object_get(e, "state")), "untrusted");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(c.trust, 1), "state")),
+			    "yours");
+	msg = up_config_untrusted_message(&c);
+	(void)snprintf(want, sizeof(want), "  uplink trust %s/home/evil/.uplink.yaml", root);
+	assert_non_null(strstr(msg, want));
+	free(msg);
+	/* the project's file trusted, its rules file at another hash: changed */
+	json_object_set_new(store, json_string_value(json_object_get(e, "file")),
+			    json_pack("{s:O}", "sha256", json_object_get(e, "sha256")));
+	(void)snprintf(want, sizeof(want), "%s/home/evil/r.yaml", root);
+	json_object_set_new(store, want, json_pack("{s:s}", "sha256", SHA_OTHER));
+	assert_int_equal(up_config_check_trust(&c, store), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "state")), "changed");
+	json_object_set_new(store, want, json_pack("{s:s}", "sha256", sha));
+	assert_int_equal(up_config_check_trust(&c, store), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "state")), "trusted");
+	assert_false(up_config_needs_trust(e));
+	json_decref(store);
+	up_config_done(&c);
+	json_decref(problems);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -474,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_show_and_apply), cmocka_unit_test(test_lists_add_up),
 		cmocka_unit_test(test_kube_keys),      cmocka_unit_test(test_problems),
 		cmocka_unit_test(test_more_problems),  cmocka_unit_test(test_aws_profiles),
+		cmocka_unit_test(test_trust_asks),
 	};
 
 	return cmocka_run_group_tests(tests, setup_tree, teardown_tree);
