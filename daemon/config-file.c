@@ -749,23 +749,20 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 	return json_pack("{s:O, s:o}", "files", c->files, "values", values);
 }
 
-/* A sentence about a key a project's file set (see `reaching`), into from_files' "warnings". */
-static int warn_project(json_t *from_files, const char *at, const char *canon, bool refused)
+/* The sentence for allow_exec from a project's file (see `reaching`), into from_files' "warnings".
+ */
+static int warn_project(json_t *from_files, const char *at)
 {
 	json_t *w = json_object_get(from_files, "warnings");
 
 	if (!w && json_object_set_new(from_files, "warnings", w = json_array()) < 0)
 		return -ENOMEM;
 	return json_array_append_new(
-		       w, refused ? json_sprintf("%s: allow_exec is not taken from a project's "
-						 "config file (a repository could run commands on "
-						 "this machine with it); pass --allow-exec, or "
-						 "set it in ~/.config/uplink/config.yaml",
-						 at)
-				  : json_sprintf("%s: this project's config file "
-						 "sets %s, which widens what the agent reaches; "
-						 "check that you meant it",
-						 at, canon)) < 0
+		       w, json_sprintf("%s: allow_exec is not taken from a project's config "
+				       "file, trusted or not (a repository could run commands on "
+				       "this machine with it); pass "
+				       "--allow-exec, or set it in ~/.config/uplink/config.yaml",
+				       at)) < 0
 		       ? -ENOMEM
 		       : 0;
 }
@@ -785,7 +782,7 @@ int up_config_apply(const struct up_config *c, json_t *params, json_t *from_file
 
 		if (k->kind == K_RULES || !src)
 			continue;
-		if (project && from_files && warn_project(from_files, project, k->canon, exec) < 0)
+		if (project && exec && from_files && warn_project(from_files, project) < 0)
 			return -ENOMEM;
 		if (project && exec)
 			continue; /* the flag alone, or a user's own file */

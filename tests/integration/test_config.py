@@ -199,7 +199,7 @@ def test_a_projects_file_cannot_allow_exec_even_trusted(env):
     # trusted: still no allow_exec from it, and the rule's command is refused, not run
     trust(env)
     r = dry_run(env, check=1)
-    assert (f"{p}:1: allow_exec is not taken from a project's config file (a repository could run "
+    assert (f"{p}:1: allow_exec is not taken from a project's config file, trusted or not (a repository could run "
             "commands on this machine with it); pass --allow-exec") in r.stderr
     assert "uses an {{exec:...}} placeholder, and commands from rules run only when you allow them" in r.stderr
     # the same in the user's own files is theirs to say

@@ -302,6 +302,7 @@ def test_ssh_key_dir_objects(env):
 
 def test_ssh_key_dir_from_the_config_file(env):
     (env.project / ".uplink.yaml").write_text("ssh_key_dir: ~/keys\n")
+    assert env.daemon.client("trust", str(env.project / ".uplink.yaml")).returncode == 0  # a project's keys
     by, names, r = dry(env)
     assert "Pod/ssh-agent" in names and "SSH egress stays denied" in r.stderr
     # a flag beats the file
@@ -977,6 +978,7 @@ def test_kube_context_from_kubeconfig_flag_and_config_file(env, tmp_path):
     assert "mine" not in open(env.fk.kubeconfig).read()
     # a config file names contexts and their kubeconfig (relative to the file)
     (env.project / ".uplink.yaml").write_text("kube_context: [fake-token]\nkubeconfig: ../kube.yaml\n")
+    assert env.daemon.client("trust", str(env.project / ".uplink.yaml")).returncode == 0
     r = env.run("claude", "--dry-run", "--show-secrets", "--image", "example/agent:1", "--expose-deploy-cluster",
                 env={"KUBECONFIG": str(env.home / "nothing.yaml")}, check=0)
     by = {(i["kind"], i["metadata"]["name"]): i for i in json.loads(r.stdout)["items"]}
@@ -1199,6 +1201,7 @@ def test_aws_profiles_without_a_rule_for_aws_warn(env):
 
 def test_aws_profiles_from_config_files_and_the_agent(env):
     (env.project / ".uplink.yaml").write_text("aws_profiles: [cfg, dev]\n")
+    assert env.daemon.client("trust", str(env.project / ".uplink.yaml")).returncode == 0
     (env.home / ".claude" / "settings.json").write_text(json.dumps({"env": {"AWS_PROFILE": "fromsettings"}}))
     by, _, _ = dry(env, "-a", "dev", "-a", "flag")
     # the flags first, then the config's, each once (as every list option); the settings'
