@@ -17,6 +17,23 @@
 #include "rules.h"
 #include "trust.h"
 
+/*
+ * An ask as the terminal will show it: a project's file may write control characters (an
+ * escape sequence could hide or rewrite the refusal), so each becomes '?'. Takes `what`.
+ */
+static json_t *ask_of(const char *at, json_t *what)
+{
+	_cleanup_(freep) char *text = what ? strdup(json_string_value(what)) : NULL;
+
+	json_decref(what);
+	if (!text)
+		return NULL;
+	for (char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return json_pack("{s:s, s:s}", "at", at, "what", text);
+}
+
 /* One header's placeholders, as asks. */
 static int header_asks(const struct up_rule *r, const struct up_rule_header *h, json_t *asks)
 {
@@ -40,8 +57,7 @@ static int header_asks(const struct up_rule *r, const struct up_rule_header *h, 
 					  s->a, h->name, r->name)
 				: NULL;
 		if (what)
-			k = json_array_append_new(
-				asks, json_pack("{s:s, s:o}", "at", r->source, "what", what));
+			k = json_array_append_new(asks, ask_of(r->source, what));
 	}
 	up_ph_template_done(&t);
 	return k < 0 ? -ENOMEM : 0;
@@ -52,12 +68,13 @@ int up_config_rules_asks(const struct up_ruleset *rs, json_t *asks)
 	for (size_t i = 0; i < up_ruleset_count(rs); i++) {
 		const struct up_rule *r = up_ruleset_get(rs, i);
 
-		if (r->l4 && json_array_append_new(
-				     asks, json_pack("{s:s, s:o}", "at", r->source, "what",
-						     json_sprintf("l4_forward rule '%s': raw TCP "
-								  "the rules' methods and paths "
-								  "never see",
-								  r->name))) < 0)
+		json_t *what =
+			r->l4 ? json_sprintf("l4_forward rule '%s': raw TCP the rules' methods and "
+					     "paths never see",
+					     r->name)
+			      : NULL;
+
+		if (what && json_array_append_new(asks, ask_of(r->source, what)) < 0)
 			return -ENOMEM;
 		for (size_t j = 0; j < r->n_headers; j++)
 			if (header_asks(r, &r->headers[j], asks) < 0)

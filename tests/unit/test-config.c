@@ -476,8 +476,9 @@ static void test_trust_asks(void **state)
 	struct up_config c;
 	json_t *problems = json_array(), *e, *asks, *store;
 	char want[PATH_MAX + 64], sha[UP_SHA256_HEX_LEN + 1], *msg;
-	const char *rules_text = "rules:\n  - name: beacon\n    hosts: [b\\.test]\n    inject:\n"
-				 "      headers: {X-B: '{{exec:echo hi}}'}\n";
+	const char *rules_text =
+		"rules:\n  - name: beacon\n    hosts: [b\\.test]\n    inject:\n"
+		"      headers: {X-B: '{{exec:echo hi}}', X-C: \"{{exec:printf \\e[2J}}\"}\n";
 
 	(void)state;
 	mkdir_in("home/evil");
@@ -495,7 +496,10 @@ static void test_trust_asks(void **state)
 	assert_true(json_is_true(json_object_get(e, "project")));
 	asks = json_object_get(e, "asks");
 	assert_int_equal(json_array_size(asks),
-			 3); /* mount_ro, the keyring, the exec; not mitm_debug: false */
+			 4); /* mount_ro, the keyring, two execs; not mitm_debug: false */
+	/* what the terminal shows holds no control character (an escape could hide the refusal) */
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(asks, 3), "what")),
+			       "runs 'printf ?[2J' on this machine"));
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(asks, 0), "what")),
 			       "mount_ro"));
 	assert_non_null(
