@@ -21,17 +21,24 @@
  * An ask as the terminal will show it: a project's file may write control characters (an
  * escape sequence could hide or rewrite the refusal), so each becomes '?'. Takes `what`.
  */
+static void printable(char *s)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static json_t *ask_of(const char *at, json_t *what)
 {
 	_cleanup_(freep) char *text = what ? strdup(json_string_value(what)) : NULL;
+	_cleanup_(freep) char *where = strdup(at);
 
 	json_decref(what);
-	if (!text)
+	if (!text || !where)
 		return NULL;
-	for (char *c = text; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	return json_pack("{s:s, s:s}", "at", at, "what", text);
+	printable(text);
+	printable(where); /* a rules file's path is the project's to choose */
+	return json_pack("{s:s, s:s}", "at", where, "what", text);
 }
 
 /* One header's placeholders, as asks. */
