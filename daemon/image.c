@@ -376,13 +376,19 @@ static void start_build(struct up_image_job *j)
 
 	while (j->build_args[n])
 		n++;
-	argv = calloc(2 * n + 10, sizeof(char *));
+	argv = calloc(2 * n + 12, sizeof(char *));
 	if (!argv) {
 		finish(j, UP_ERR_INTERNAL_ERROR, -ENOMEM, "out of memory");
 		return;
 	}
 	argv[o++] = j->docker;
 	argv[o++] = "build";
+	/* The build's RUN steps reach the package registries as the host does: docker's
+	 * default bridge may not exist (dockerd --bridge=none) or be cut off by the host's
+	 * firewall, and a proxy the host uses may listen on its loopback. The Dockerfile is
+	 * ours, so the host's network is no wider than the user's own shell. */
+	argv[o++] = "--network";
+	argv[o++] = "host";
 	if (j->builder == UP_IMAGE_BUILDER_BUILDKIT)
 		argv[o++] = "--progress=plain";
 	if (j->force)

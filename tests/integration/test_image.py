@@ -288,7 +288,8 @@ def test_buildkit(run, registry, ctx):
     assert rc == 0 and done["built"], (done, err)
     assert steps(events, "build")[1:] == [(1, 3, "FROM docker.io/local/bb:1"), (2, 3, "COPY hello.txt /hello.txt"),
                                           (3, 3, "COPY run.sh /run.sh")], events
-    assert [c.split()[:2] for c in calls] == [["build", "--progress=plain"], ["push", done["ref"]]]
+    assert [c.split()[:4] for c in calls] == [["build", "--network", "host", "--progress=plain"],
+                                              ["push", done["ref"]]]
     assert registry.tags("uplink/bk") == [done["tag"]]
 
 

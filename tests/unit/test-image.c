@@ -642,7 +642,9 @@ static void test_job_build_and_push(void **state)
 	(void)snprintf(path, sizeof(path), "%s/build.log", tmp);
 	assert_int_equal(up_read_file(path, 1 << 20, &log, &len), 0);
 	assert_non_null(strstr(log, "buildx version\ndocker: 'buildx' is not a docker command."));
-	assert_non_null(strstr(log, " build --no-cache -t localhost:5000/uplink/test:ctx-"));
+	/* Builds use the host's network: no bridge is needed (dockerd --bridge=none). */
+	assert_non_null(
+		strstr(log, " build --network host --no-cache -t localhost:5000/uplink/test:ctx-"));
 	assert_non_null(strstr(log, "Step 3/3 : COPY hello.txt /hello.txt\nSuccessfully built"));
 	assert_non_null(strstr(log, " push localhost:5000/uplink/test:ctx-"));
 	assert_non_null(strstr(log, "5f70bf18a086: Pushed\n"));
