@@ -6,7 +6,8 @@
 #                                   nested dockerd, run CMD under tmux as that user in
 #                                   $WORKDIR, wait for it and exit with its exit code
 #   uplink-entrypoint --attach      (what `kubectl exec -it` runs) attach to that tmux
-#                                   session as the user
+#                                   session as the user, once it exists (UPLINK_ATTACH_WAIT
+#                                   seconds at most, 60)
 #   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1
 #
 # Environment, set by uplinkd in the pod spec: UPLINK_UID, UPLINK_GID, USERNAME,
@@ -176,6 +177,20 @@ wait_agent() {
 	exit 1
 }
 
+# `kubectl exec` may come as soon as the container runs, before PID 1 made the user and
+# the tmux session (dockerd alone may take seconds): wait for the session, then attach.
+wait_session() {
+	waited=0
+	until as_user tmux -S "$SOCK" has-session -t "$SESSION" 2>/dev/null; do
+		if [ "$waited" -ge "${UPLINK_ATTACH_WAIT:-60}" ]; then
+			die "the agent's tmux session did not start within ${waited}s"
+		fi
+		[ "$waited" -gt 0 ] || log "waiting for the agent to start"
+		sleep 1
+		waited=$((waited + 1))
+	done
+}
+
 case $0 in
 /*) SELF=$0 ;;
 *) SELF=$(pwd)/$0 ;;
@@ -188,6 +203,7 @@ case ${1:-} in
 	;;
 --attach)
 	check_env
+	wait_session
 	[ "$UPLINK_UID" != 0 ] || exec tmux -S "$SOCK" attach-session -t "$SESSION"
 	exec runuser -u "$USERNAME" -- tmux -S "$SOCK" attach-session -t "$SESSION"
 	;;

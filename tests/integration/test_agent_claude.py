@@ -394,13 +394,46 @@ def test_entrypoint_without_dockerd(entry):
     assert "dockerd did not start within 1s" in r.stderr
 
 
+def session_tmux(entry):
+    """A tmux stub whose session exists once STUB_OUT/session does."""
+    stub = Path(entry.env["PATH"].split(":")[0]) / "tmux"
+    stub.write_text(STUB + r"""
+[ "$1" = -S ] && shift 2
+case $1 in has-session) [ -e "$STUB_OUT/session" ]; exit ;; esac
+exit 0
+""")
+    return entry.out / "session"
+
+
 def test_entrypoint_attach(entry):
+    session_tmux(entry).write_text("")
     r = entry.run("--attach")
     assert r.returncode == 0, r.stderr
     sock = entry.root / "run" / "uplink" / "tmux.sock"
-    assert entry.log() == [
+    assert entry.log()[-2:] == [
         f"runuser [-u] [alice] [--] [tmux] [-S] [{sock}] [attach-session] [-t] [uplink]",
         f"tmux [-S] [{sock}] [attach-session] [-t] [uplink]"]
+
+
+def test_entrypoint_attach_waits_for_the_session(entry):
+    """kubectl exec comes as soon as the container runs, before PID 1 made the tmux session:
+    --attach waits for it rather than failing on a missing socket."""
+    flag = session_tmux(entry)
+    p = subprocess.Popen([str(CONTEXT / "entrypoint.sh"), "--attach"], env=entry.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "waiting for the agent to start" in p.stderr.readline()
+    assert not any("attach-session" in c for c in entry.log())
+    flag.write_text("")
+    assert p.wait(timeout=30) == 0
+    assert "attach-session" in entry.log()[-1]
+
+
+def test_entrypoint_attach_gives_up(entry):
+    session_tmux(entry)
+    r = entry.run("--attach", extra_env={"UPLINK_ATTACH_WAIT": "1"})
+    assert r.returncode == 125
+    assert "the agent's tmux session did not start within 1s" in r.stderr
+    assert not any("attach-session" in c for c in entry.log())
 
 
 def test_entrypoint_sigterm(entry):
