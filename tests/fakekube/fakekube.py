@@ -33,8 +33,11 @@ class FakeKube:
 
     def __init__(self, dir, port=0, ready_delay=1.0, terminate_delay=1.0,
                  bookmark_interval=1.0, history=1000, runtime_classes=("kata-clh",),
-                 pod_delete_delay=None, verbose=False):
+                 pod_delete_delay=None, verbose=False, kubelet=None):
         self.dir = os.path.abspath(dir)
+        # None: pods become Running on their own; a dict (docker_host, egress_network,
+        # egress_hosts): fakekube_kubelet runs them as docker containers.
+        self.kubelet = kubelet
         self.port = port
         self.verbose = verbose
         self.bookmark_interval = float(bookmark_interval)
@@ -64,6 +67,11 @@ class FakeKube:
         self.paths = self.pki.write(self.dir)
         self._tokens.add(self.pki.token)
         self.store = Store(**self._store_args)
+        if self.kubelet is not None:
+            from fakekube_kubelet import DockerKubelet
+            self.store.life = DockerKubelet(self.store, self.logs,
+                                            node_dir=os.path.join(self.dir, "node"),
+                                            **self.kubelet)
         ctx = make_ssl_context(self.paths)
         self.server = Server(("127.0.0.1", self.port), Handler, self, ctx)
         self.port = self.server.server_address[1]
@@ -84,6 +92,8 @@ class FakeKube:
     def stop(self):
         if self.server is None:
             return
+        if self.kubelet is not None:
+            self.store.life.stop()
         self.store.stop()
         self.server.shutdown()
         self.server.close_all()
@@ -256,12 +266,24 @@ def main(argv=None):
     ap.add_argument("--runtime-class", action="append", default=None,
                     help="RuntimeClass to seed (repeatable; default kata-clh)")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--kubelet", choices=("none", "docker"), default="none",
+                    help="docker: run every pod as docker containers (README.md)")
+    ap.add_argument("--docker-host", default=os.environ.get("DOCKER_HOST"),
+                    help="the dockerd of --kubelet docker (default $DOCKER_HOST)")
+    ap.add_argument("--egress-network", default=None,
+                    help="docker network that pods allowed egress to 0.0.0.0/0 also join")
+    ap.add_argument("--egress-host", action="append", default=[],
+                    help="NAME:IP in /etc/hosts of those pods (repeatable)")
     a = ap.parse_args(argv)
+    if a.kubelet == "docker" and not a.docker_host:
+        ap.error("--kubelet docker needs --docker-host or DOCKER_HOST")
+    kubelet = None if a.kubelet == "none" else dict(
+        docker_host=a.docker_host, egress_network=a.egress_network, egress_hosts=a.egress_host)
     fk = FakeKube(a.dir, port=a.port, ready_delay=a.ready_delay,
                   terminate_delay=a.terminate_delay, bookmark_interval=a.bookmark_interval,
                   history=a.history, pod_delete_delay=a.pod_delete_delay,
                   runtime_classes=a.runtime_class if a.runtime_class is not None
-                  else ("kata-clh",), verbose=a.verbose)
+                  else ("kata-clh",), verbose=a.verbose, kubelet=kubelet)
     fk.start()
     print("fakekube listening on %s" % fk.url, flush=True)
     done = threading.Event()

@@ -1,0 +1,210 @@
+"""The local cluster of tests/e2e: a private dockerd, the stand-in images (tests/images),
+an egress network holding the fake upstreams (fake_upstream.py, under a test CA), and
+fakekube with its docker kubelet. README.md, "Local cluster", says what it emulates.
+
+    lc = LocalCluster(tmp).start()   # lc.kubeconfig, lc.docker_host, lc.ca_cert, ...
+    lc.requests()                    # what the fake upstreams received
+    lc.stop()
+
+`unavailable()` says why it cannot run here (None when it can)."""
+
+import datetime
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "fakekube"))
+
+from fakekube import FakeKube  # noqa: E402
+
+# Kept between runs so that the images are built once: UPLINK_E2E_DOCKER_DIR.
+STATE = Path(os.environ.get("UPLINK_E2E_DOCKER_DIR", "/var/tmp/uplink-e2e-docker"))
+UPSTREAM_HOSTS = ("api.anthropic.com", "console.anthropic.com", "platform.claude.com")
+ANSWER = "The fake upstream says: blue-harbor-42"
+LABEL = "uplink-e2e"
+MITM_IMAGE = "uplink-test/mitmproxy:8"
+
+
+def unavailable():
+    for tool in ("dockerd", "docker", "debootstrap"):
+        if shutil.which(tool) is None:
+            return "%s is not installed (apt-get install docker.io debootstrap)" % tool
+    if os.geteuid() != 0:
+        return "the local cluster's dockerd needs root"
+    return None
+
+
+def _docker_env(host):
+    return dict(os.environ, DOCKER_HOST=host)
+
+
+class Dockerd:
+    """dockerd with its own socket, data root and exec root, no bridge and no iptables."""
+
+    def __init__(self, state):
+        self.state = state
+        self.sock = state / "docker.sock"
+        self.host = "unix://%s" % self.sock
+        self.exec_root = Path("/tmp/uplink-e2e-exec")   # short: containerd's socket is under it
+        self.proc = None
+
+    def answers(self):
+        r = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
+                           env=_docker_env(self.host), capture_output=True, timeout=30)
+        return r.returncode == 0
+
+    def start(self):
+        self.state.mkdir(parents=True, exist_ok=True)
+        if self.sock.exists() and self.answers():
+            return self      # a dockerd of an earlier run still serves: use it, leave it
+        log = open(self.state / "dockerd.log", "ab")
+        self.proc = subprocess.Popen(
+            ["dockerd", "-H", self.host, "--data-root", str(self.state / "root"),
+             "--exec-root", str(self.exec_root), "--pidfile", str(self.state / "dockerd.pid"),
+             "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false"],
+            stdout=log, stderr=log)
+        deadline = time.monotonic() + 120
+        while not (self.sock.exists() and self.answers()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("dockerd did not start; see %s" % (self.state / "dockerd.log"))
+            time.sleep(0.2)
+        return self
+
+    def stop(self):
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        netns = self.exec_root / "netns" / "default"
+        if os.path.ismount(netns):
+            subprocess.run(["umount", str(netns)], check=False)
+
+
+def _test_ca(d):
+    """A test CA and a server certificate for the upstream names: (ca.crt, up.crt, up.key)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.utcnow() - datetime.timedelta(minutes=5)
+    later = now + datetime.timedelta(days=2)
+
+    def name(cn):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("uplink e2e upstream CA"))
+          .issuer_name(name("uplink e2e upstream CA")).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now)
+          .not_valid_after(later)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(name(UPSTREAM_HOSTS[0]))
+            .issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(later)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in UPSTREAM_HOSTS]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .sign(ca_key, hashes.SHA256()))
+    paths = (d / "ca.crt", d / "up.crt", d / "up.key")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    os.chmod(paths[2], 0o644)      # read by the upstream container's user
+    return paths
+
+
+class LocalCluster:
+    def __init__(self, tmp):
+        self.tmp = Path(tmp)
+        self.dockerd = Dockerd(STATE)
+        self.docker_host = self.dockerd.host
+        self.instance = secrets.token_hex(3)
+        self.egress = "uplink-e2e-egress-%s" % self.instance
+        prefix = "10.%d.250" % (128 + secrets.randbelow(64))
+        self.egress_subnet = prefix + ".0/24"
+        self.upstream_ip = prefix + ".10"
+        self.fk = None
+        self.upstream = None
+
+    def docker(self, *args, check=True, timeout=600):
+        return subprocess.run(["docker", *args], env=_docker_env(self.docker_host),
+                              capture_output=True, text=True, check=check, timeout=timeout)
+
+    def start(self):
+        self.dockerd.start()
+        # the test's own dockerd: the unprivileged user of the test (uplinkd) may use it
+        os.chmod(self.dockerd.sock, 0o666)
+        subprocess.run([str(ROOT / "tests" / "images" / "build.sh")], check=True,
+                       env=_docker_env(self.docker_host), timeout=1800)
+        self.docker("network", "create", "--internal", "--label", LABEL, "--subnet",
+                    self.egress_subnet, self.egress)
+        self._start_upstream()
+        self.fk = FakeKube(self.tmp / "fakekube", ready_delay=0, terminate_delay=1.0,
+                           kubelet=dict(docker_host=self.docker_host,
+                                        egress_network=self.egress,
+                                        host_dir=str(STATE / "node-host"),
+                                        egress_hosts=["%s:%s" % (h, self.upstream_ip)
+                                                      for h in UPSTREAM_HOSTS])).start()
+        self.kubeconfig = self.fk.kubeconfig
+        return self
+
+    def _start_upstream(self):
+        d = self.tmp / "upstream"
+        d.mkdir(parents=True)
+        os.chmod(d, 0o777)
+        self.ca_cert, crt, key = _test_ca(d)
+        self.requests_path = d / "requests.jsonl"
+        self.upstream = "uplink-e2e-upstream-%s" % self.instance
+        self.docker("run", "-d", "--name", self.upstream, "--label", LABEL, "--network",
+                    self.egress, "--ip", self.upstream_ip, "--user", "1000:1000",
+                    "--cap-add", "NET_BIND_SERVICE", "-v", "%s:/e2e:ro" % HERE,
+                    "-v", "%s:/state" % d, MITM_IMAGE, "python3", "/e2e/fake_upstream.py",
+                    "--cert", "/state/up.crt", "--key", "/state/up.key", "--state", "/state",
+                    "--answer", ANSWER)
+        logs = subprocess.Popen(["docker", "logs", "-f", self.upstream],
+                                env=_docker_env(self.docker_host), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            for line in logs.stdout:
+                if line.startswith("fake upstream listening"):
+                    return
+            raise RuntimeError("the fake upstream did not start: %s" %
+                               self.docker("logs", self.upstream, check=False).stdout)
+        finally:
+            logs.kill()
+            logs.wait()
+
+    def requests(self):
+        if not self.requests_path.exists():
+            return []
+        return [json.loads(ln) for ln in self.requests_path.read_text().splitlines() if ln]
+
+    def containers(self, label="uplink-fakekube"):
+        return self.docker("ps", "-aq", "--filter", "label=" + label).stdout.split()
+
+    def networks(self, label="uplink-fakekube"):
+        return self.docker("network", "ls", "-q", "--filter", "label=" + label).stdout.split()
+
+    def stop(self):
+        if self.fk is not None:
+            self.fk.stop()
+        if self.upstream:
+            self.docker("rm", "-f", self.upstream, check=False)
+        self.docker("network", "rm", self.egress, check=False)
+        self.dockerd.stop()

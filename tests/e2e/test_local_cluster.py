@@ -1,0 +1,131 @@
+"""`uplink run claude` for real on the local cluster (localcluster.py): the real uplinkd
+and client, the agent image built and pushed by the daemon through docker, Claude Code
+running in a container behind the real mitmproxy with the real addon, answered by a fake
+api.anthropic.com. Skipped, with the reason, where docker or debootstrap are missing."""
+
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from localcluster import ANSWER, HERE, LocalCluster, unavailable
+from uplinktest import ROOT, Daemon, uplink_bin, wait_for
+
+TOKEN = "sk-ant-oat01-UPLINK-E2E-REAL-" + "5" * 24
+REFRESH = "sk-ant-ort01-UPLINK-E2E-REAL-" + "6" * 24
+# uid 1000 as the user, as on most desktops: the entrypoint renames the image's "node" (uid
+# 1000) to them, and Claude Code refuses to skip permission prompts as root.
+UID = 1000
+AS_USER = ["setpriv", "--reuid=%d" % UID, "--regid=%d" % UID, "--clear-groups"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = unavailable()
+    if why:
+        pytest.skip("no local cluster: " + why)
+    tmp = Path(tempfile.mkdtemp(prefix="uple2e-", dir="/tmp"))
+    tmp.chmod(0o755)      # the user's uplinkd reads the test CA here
+    lc = LocalCluster(tmp).start()
+    yield lc
+    lc.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def daemon(cluster):
+    tmp = Path(tempfile.mkdtemp(prefix="upld-", dir="/tmp"))
+    tmp.chmod(0o755)
+    home = tmp / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / "proj").mkdir()
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": TOKEN, "refreshToken": REFRESH,
+        "expiresAt": int((time.time() + 30 * 86400) * 1000), "scopes": ["user:inference"],
+        "subscriptionType": "pro"}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps({}))
+    (tmp / "machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    kubeconfig = tmp / "kubeconfig"
+    shutil.copy(cluster.kubeconfig, kubeconfig)
+    subprocess.run(["chown", "-R", "%d:%d" % (UID, UID), str(tmp)], check=True)
+    d = Daemon(tmp, wrapper=AS_USER, env={
+        "HOME": str(home), "KUBECONFIG": str(kubeconfig), "UPLINK_DATA_DIR": str(ROOT),
+        "XDG_STATE_HOME": str(tmp / "state"), "UPLINK_MACHINE_ID_FILE": str(tmp / "machine-id"),
+        "DOCKER_HOST": cluster.docker_host, "UPLINK_KUBECTL": str(HERE / "kubectl-docker"),
+    })
+    d.home = home
+    d.start(wait=False)
+    wait_for(lambda: '"state": "ready"' in d.client("status", "--json", user=UID).stdout,
+             timeout=60,
+             what="the deploy cluster to sync")
+    yield d
+    rc = d.stop()
+    logs = d.logs()
+    d.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert rc == 0, logs[-3000:]
+    assert TOKEN not in logs and REFRESH not in logs
+
+
+def run_in_pty(daemon, args, timeout=1500):
+    """Runs `uplink ARGS` on a real pseudo-terminal: (exit code, everything it showed)."""
+    env = dict(daemon.env)
+    env.pop("UPLINK_DEBUG", None)
+    env["TERM"] = "xterm-256color"
+    master, slave = pty.openpty()
+    p = subprocess.Popen([*AS_USER, uplink_bin(), *args], stdin=slave, stdout=slave, stderr=slave,
+                         env=env, cwd=daemon.home / "proj", start_new_session=True)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 1.0)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    rc = p.wait(timeout=60)
+    os.close(master)
+    return rc, out.decode("utf-8", "replace")
+
+
+def test_run_claude_print_for_real(cluster, daemon):
+    rc, screen = run_in_pty(daemon, ["run", "claude", "--mitmproxy-image",
+                                     "uplink-test/mitmproxy:8", "--mitm-ca-cert",
+                                     str(cluster.ca_cert), "--", "-p",
+                                     "What does the fake upstream say?"])
+    if os.environ.get("UPLINK_E2E_SCREEN"):
+        Path(os.environ["UPLINK_E2E_SCREEN"]).write_text(
+            screen + "\n----\n" + daemon.logs() + "\n----\n" + "\n".join(
+                "%s: %s" % (k, "".join(v)) for k, v in cluster.fk.logs.items()))
+    assert ANSWER in screen, (rc, screen[-4000:], daemon.logs()[-4000:])
+    assert rc == 0, (screen[-3000:], daemon.logs()[-3000:])
+    reqs = cluster.requests()
+    msgs = [r for r in reqs if r["path"].startswith("/v1/messages")]
+    assert msgs, reqs
+    assert all(r["authorization"] == "Bearer " + TOKEN for r in msgs), msgs
+    assert all(TOKEN in (r["authorization"] or "") or r["authorization"] is None for r in reqs)
+    # The session's containers and its network are gone once it ended.
+    def session_left():
+        names = [cluster.docker("inspect", "-f", "{{.Name}}", c, check=False).stdout.strip()
+                 for c in cluster.containers()]
+        return [n for n in names if n and "agent-uplink-system" not in n]
+    try:
+        wait_for(lambda: not session_left(), timeout=120, what="the session's containers to go")
+    except AssertionError:
+        raise AssertionError((session_left(), daemon.logs()[-3000:]))
+    wait_for(lambda: len(cluster.networks()) <= 1, timeout=120,
+             what="the session's network to go")
