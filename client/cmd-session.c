@@ -353,6 +353,31 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 	return r;
 }
 
+/* The entrypoint's --attach exits with this when the agent's tmux session ended. */
+#define ATTACH_AGENT_ENDED 86
+
+/* The agent ended: the daemon learns it when the pod terminates, a moment later. The session
+ * once it has an exit code or left RUNNING, or NULL (the caller asks again). */
+static json_t *wait_for_exit_code(struct up_cli *cli, const char *id)
+{
+	const struct timespec step = {.tv_sec = 0, .tv_nsec = 200 * 1000 * 1000};
+
+	for (int i = 0; i < UP_CLI_AGENT_EXIT_WAIT_S * 5; i++) {
+		json_t *s = NULL;
+		const char *state;
+
+		if (up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &s) != 0)
+			return NULL;
+		state = json_string_value(json_object_get(s, "state"));
+		if (json_is_integer(json_object_get(s, "exit_code")) || !state ||
+		    strcmp(state, "RUNNING") != 0)
+			return s;
+		json_decref(s);
+		(void)nanosleep(&step, NULL);
+	}
+	return NULL;
+}
+
 /* Runs kubectl exec -it as a child; afterwards the agent's exit code, when it has exited. */
 static int attach_with_kubectl(struct up_cli *cli, const char *id)
 {
@@ -414,8 +439,10 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 	json_decref(info);
 	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) == 127)
 		return UP_EXIT_FAILED;
-	/* kubectl returns when tmux detaches or the agent ends; the daemon knows which. */
-	if (up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &after) == 0) {
+	/* kubectl returns when tmux detaches or the agent ends; the entrypoint said which. */
+	if (WEXITSTATUS(status) == ATTACH_AGENT_ENDED)
+		after = wait_for_exit_code(cli, id);
+	if (after || up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &after) == 0) {
 		json_t *code = json_object_get(after, "exit_code");
 		r = json_is_integer(code) ? (int)json_integer_value(code) : UP_EXIT_OK;
 		if (!json_is_integer(code))

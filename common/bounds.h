@@ -97,6 +97,9 @@
 
 /* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
 #define UP_WATCH_TIMEOUT_S	 300
+/* After the agent ended under `uplink run`/`attach`: how long the client waits for the
+ * daemon to see its pod terminate and learn the exit code. */
+#define UP_CLI_AGENT_EXIT_WAIT_S 30
 #define UP_WATCH_BACKOFF_BASE_MS 500
 #define UP_WATCH_BACKOFF_CAP_MS	 30000
 

@@ -7,7 +7,7 @@
 #                                   $WORKDIR, wait for it and exit with its exit code
 #   uplink-entrypoint --attach      (what `kubectl exec -it` runs) attach to that tmux
 #                                   session as the user, once it exists (UPLINK_ATTACH_WAIT
-#                                   seconds at most, 60)
+#                                   seconds at most, 60); exits 86 if the agent ended
 #   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1
 #
 # Environment, set by uplinkd in the pod spec: UPLINK_UID, UPLINK_GID, USERNAME,
@@ -25,6 +25,9 @@ DOCKER_SOCK=$ROOT/var/run/docker.sock
 DOCKER_ROOT=$ROOT/var/lib/docker
 DOCKER_LOG=$ROOT/tmp/dockerd.log
 CA_DEST=$ROOT/usr/local/share/ca-certificates/uplink-session-ca.crt
+# --attach's exit code when the agent's session ended (rather than the user detaching);
+# client/cmd-session.c then waits for the agent's exit code.
+ATTACH_ENDED=86
 
 log() {
 	printf 'uplink-entrypoint: %s\n' "$*" >&2
@@ -204,8 +207,11 @@ case ${1:-} in
 --attach)
 	check_env
 	wait_session
-	[ "$UPLINK_UID" != 0 ] || exec tmux -S "$SOCK" attach-session -t "$SESSION"
-	exec runuser -u "$USERNAME" -- tmux -S "$SOCK" attach-session -t "$SESSION"
+	as_user tmux -S "$SOCK" attach-session -t "$SESSION"
+	rc=$?
+	# tmux returns when the user detaches and when the agent ends; tell uplink which.
+	as_user tmux -S "$SOCK" has-session -t "$SESSION" 2>/dev/null || exit "$ATTACH_ENDED"
+	exit "$rc"
 	;;
 esac
 

@@ -410,7 +410,8 @@ def test_entrypoint_attach(entry):
     r = entry.run("--attach")
     assert r.returncode == 0, r.stderr
     sock = entry.root / "run" / "uplink" / "tmux.sock"
-    assert entry.log()[-2:] == [
+    attach = [c for c in entry.log() if "attach-session" in c]
+    assert attach == [
         f"runuser [-u] [alice] [--] [tmux] [-S] [{sock}] [attach-session] [-t] [uplink]",
         f"tmux [-S] [{sock}] [attach-session] [-t] [uplink]"]
 
@@ -425,7 +426,17 @@ def test_entrypoint_attach_waits_for_the_session(entry):
     assert not any("attach-session" in c for c in entry.log())
     flag.write_text("")
     assert p.wait(timeout=30) == 0
-    assert "attach-session" in entry.log()[-1]
+    assert any("attach-session" in c for c in entry.log())
+
+
+def test_entrypoint_attach_says_the_agent_ended(entry):
+    """tmux returns on a detach and when the agent ends: 86 tells uplink it was the latter."""
+    flag = session_tmux(entry)
+    flag.write_text("")
+    stub = Path(entry.env["PATH"].split(":")[0]) / "tmux"
+    stub.write_text(stub.read_text().replace("exit 0\n", 'rm -f "$STUB_OUT/session"; exit 0\n'))
+    r = entry.run("--attach")
+    assert r.returncode == 86, r.stderr
 
 
 def test_entrypoint_attach_gives_up(entry):
