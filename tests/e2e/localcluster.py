@@ -150,6 +150,7 @@ class LocalCluster:
         self.dockerd.start()
         # the test's own dockerd: the unprivileged user of the test (uplinkd) may use it
         os.chmod(self.dockerd.sock, 0o666)
+        self._remove_stale()
         subprocess.run([str(ROOT / "tests" / "images" / "build.sh")], check=True,
                        env=_docker_env(self.docker_host), timeout=1800)
         self.docker("network", "create", "--internal", "--label", LABEL, "--subnet",
@@ -190,15 +191,28 @@ class LocalCluster:
             logs.kill()
             logs.wait()
 
+    def _remove_stale(self):
+        """Containers and networks an earlier, interrupted run left on this dockerd."""
+        for label in ("uplink-fakekube", LABEL):
+            ids = self.containers(label)
+            if ids:
+                self.docker("rm", "-f", *ids, check=False)
+            ids = self.networks(label)
+            if ids:
+                self.docker("network", "rm", *ids, check=False)
+
     def requests(self):
         if not self.requests_path.exists():
             return []
         return [json.loads(ln) for ln in self.requests_path.read_text().splitlines() if ln]
 
-    def containers(self, label="uplink-fakekube"):
+    def containers(self, label=None):
+        """IDs of the containers with this label (default: this run's kubelet's)."""
+        label = label or self.fk.store.life.label
         return self.docker("ps", "-aq", "--filter", "label=" + label).stdout.split()
 
-    def networks(self, label="uplink-fakekube"):
+    def networks(self, label=None):
+        label = label or self.fk.store.life.label
         return self.docker("network", "ls", "-q", "--filter", "label=" + label).stdout.split()
 
     def stop(self):
