@@ -26,7 +26,9 @@ from fakekube import FakeKube  # noqa: E402
 
 # Kept between runs so that the images are built once: UPLINK_E2E_DOCKER_DIR.
 STATE = Path(os.environ.get("UPLINK_E2E_DOCKER_DIR", "/var/tmp/uplink-e2e-docker"))
-UPSTREAM_HOSTS = ("api.anthropic.com", "console.anthropic.com", "platform.claude.com")
+# denied.example: a host no rule allows, which resolves for the mitm (as a real one would)
+UPSTREAM_HOSTS = ("api.anthropic.com", "console.anthropic.com", "platform.claude.com",
+                  "denied.example")
 ANSWER = "The fake upstream says: blue-harbor-42"
 LABEL = "uplink-e2e"
 MITM_IMAGE = "uplink-test/mitmproxy:8"
@@ -68,7 +70,10 @@ class Dockerd:
         self.proc = subprocess.Popen(
             ["dockerd", "-H", self.host, "--data-root", str(self.state / "root"),
              "--exec-root", str(self.exec_root), "--pidfile", str(self.state / "dockerd.pid"),
-             "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false"],
+             "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
+             # no routing between the networks through the host: docker would turn
+             # net.ipv4.ip_forward on, and with no iptables "internal" would mean nothing
+             "--ip-forward=false"],
             stdout=log, stderr=log)
         deadline = time.monotonic() + 120
         while not (self.sock.exists() and self.answers()):

@@ -129,3 +129,68 @@ def test_run_claude_print_for_real(cluster, daemon):
         raise AssertionError((session_left(), daemon.logs()[-3000:]))
     wait_for(lambda: len(cluster.networks()) <= 1, timeout=120,
              what="the session's network to go")
+
+
+@pytest.fixture
+def detached(cluster, daemon):
+    """A session left running (Claude Code waiting in its tmux): (session id, agent container)."""
+    env = dict(daemon.env)
+    env.pop("UPLINK_DEBUG", None)
+    r = subprocess.run([*AS_USER, uplink_bin(), "run", "claude", "--detach", "--mitmproxy-image",
+                        "uplink-test/mitmproxy:8", "--mitm-ca-cert", str(cluster.ca_cert)],
+                       env=env, cwd=daemon.home / "proj", capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, (r.stderr, daemon.logs()[-3000:])
+    sid = r.stdout.strip()
+    ids = cluster.docker("ps", "-q", "--filter", "label=uplink-fakekube.pod=agent-uplink-%s/agent"
+                         % sid).stdout.split()
+    assert len(ids) == 1, ids
+    yield sid, ids[0]
+    subprocess.run([*AS_USER, uplink_bin(), "stop", sid], env=env, capture_output=True,
+                   timeout=120)
+
+
+def mitm_log(cluster, sid):
+    return "".join(cluster.fk.logs.get(("agent-uplink-" + sid, "mitm", "mitm"), []))
+
+
+def in_agent(cluster, cid, script):
+    return cluster.docker("exec", cid, "sh", "-c", script, check=False, timeout=120)
+
+
+def test_agent_is_confined_to_the_proxy(cluster, detached):
+    sid, cid = detached
+    # A request no rule allows (the defaults let GETs through, read-only): uplink's 403 JSON.
+    r = in_agent(cluster, cid, "curl -s -X POST -d x -w '\n%{http_code}' http://denied.example/x")
+    body, code = r.stdout.rsplit("\n", 1)
+    assert code == "403" and json.loads(body), r
+    r = in_agent(cluster, cid, "curl -s -X POST -d x -w '\n%{http_connect} %{http_code}' "
+                 "https://denied.example/x")
+    body, codes = r.stdout.rsplit("\n", 1)
+    assert "403" in codes.split(), r
+    # No DNS: nothing resolves, not even the upstream's name or a container's.
+    for name in ("api.anthropic.com", "denied.example", "mitm"):
+        if name == "mitm":
+            continue      # from hostAliases, as on a real cluster
+        r = in_agent(cluster, cid, "getent hosts %s" % name)
+        assert r.returncode != 0, (name, r.stdout)
+    # Bypassing the proxy: the upstream's address is not reachable from the agent.
+    r = in_agent(cluster, cid, "curl -s -m 5 --noproxy '*' -k https://%s/ ; echo rc=$?"
+                 % cluster.upstream_ip)
+    assert "rc=0" not in r.stdout, r
+    # Allowed through the proxy, with the real token injected there.
+    r = in_agent(cluster, cid, "curl -s -w '\\n%{http_code}' -X POST "
+                 "-H 'content-type: application/json' -d '{\"model\":\"m\"}' "
+                 "https://api.anthropic.com/v1/messages")
+    assert r.stdout.endswith("\n200") and ANSWER in r.stdout, r
+
+
+def test_no_real_token_in_the_agent_container(cluster, detached):
+    sid, cid = detached
+    secrets_ = (TOKEN, REFRESH)
+    r = in_agent(cluster, cid, "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; "
+                 "grep -rs -l -e '%s' -e '%s' / --exclude-dir=proc --exclude-dir=sys "
+                 "2>/dev/null; echo done" % secrets_)
+    assert r.stdout.rstrip().endswith("done"), r
+    for s in secrets_:
+        assert s not in r.stdout, r.stdout[-2000:]
