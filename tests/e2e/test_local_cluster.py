@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from localcluster import ANSWER, HERE, LocalCluster, unavailable
-from uplinktest import ROOT, Daemon, uplink_bin, wait_for
+from uplinktest import ROOT, Daemon, sanitized, uplink_bin, wait_for
 
 TOKEN = "sk-ant-oat01-UPLINK-E2E-REAL-" + "5" * 24
 REFRESH = "sk-ant-ort01-UPLINK-E2E-REAL-" + "6" * 24
@@ -31,6 +31,9 @@ def cluster():
     why = unavailable()
     if why:
         pytest.skip("no local cluster: " + why)
+    if sanitized():
+        pytest.skip("the local cluster runs with the normal build only (minutes per run; "
+                    "the sanitizers see the same code in tests/integration)")
     tmp = Path(tempfile.mkdtemp(prefix="uple2e-", dir="/tmp"))
     tmp.chmod(0o755)      # the user's uplinkd reads the test CA here
     lc = LocalCluster(tmp).start()
