@@ -9,6 +9,7 @@ fakekube with its docker kubelet. README.md, "Local cluster", says what it emula
 `unavailable()` says why it cannot run here (None when it can)."""
 
 import datetime
+import hashlib
 import json
 import os
 import secrets
@@ -54,7 +55,9 @@ class Dockerd:
         self.state = state
         self.sock = state / "docker.sock"
         self.host = "unix://%s" % self.sock
-        self.exec_root = Path("/tmp/uplink-e2e-exec")   # short: containerd's socket is under it
+        # short (containerd's socket is under it), one per state folder
+        self.exec_root = Path("/tmp/uplink-e2e-exec-%s" % hashlib.sha256(
+            str(state).encode()).hexdigest()[:8])
         self.proc = None
 
     def answers(self):

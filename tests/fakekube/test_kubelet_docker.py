@@ -1,0 +1,113 @@
+"""fakekube's docker kubelet against a real dockerd (tests/e2e/localcluster.py starts one, and
+tests/images its images): pods run, report, mount, update and go as on a kubelet. Skipped
+where docker or debootstrap are missing."""
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "e2e"))
+
+from fakekube import FakeKube  # noqa: E402
+from fakekube_kinds import BY_KIND  # noqa: E402
+from localcluster import ROOT, STATE, Dockerd, _docker_env, unavailable  # noqa: E402
+
+IMAGE = "uplink-test/bookworm:minbase"
+
+
+@pytest.fixture(scope="module")
+def dockerd():
+    why = unavailable()
+    if why:
+        pytest.skip("no dockerd: " + why)
+    d = Dockerd(STATE).start()
+    subprocess.run([str(ROOT / "tests" / "images" / "build.sh")], check=True,
+                   env=_docker_env(d.host), timeout=1800)
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def fk(dockerd, tmp_path):
+    k = FakeKube(str(tmp_path / "fk"), ready_delay=0, terminate_delay=0.2,
+                 kubelet=dict(docker_host=dockerd.host)).start()
+    k.create("Namespace", None, {"metadata": {"name": "t"}})
+    yield k
+    k.stop()
+    assert not docker(dockerd, "ps", "-aq", "--filter", "label=" + k.store.life.label)
+
+
+def docker(d, *args):
+    return subprocess.run(["docker", *args], env=_docker_env(d.host), capture_output=True,
+                          text=True).stdout.split()
+
+
+def pod(name, script, **spec):
+    c = {"name": "c", "image": IMAGE, "command": ["sh", "-c", script]}
+    c.update(spec.pop("container", {}))
+    return {"metadata": {"name": name, "labels": {"app": name}},
+            "spec": dict({"restartPolicy": "Never", "containers": [c]}, **spec)}
+
+
+def phase(fk, name, *want):
+    return fk.wait_for(lambda: (fk.get("Pod", "t", name) or {}).get("status", {}).get("phase")
+                       in want and fk.get("Pod", "t", name), timeout=120)
+
+
+def test_exit_code_env_and_log(fk):
+    fk.create("Secret", "t", {"metadata": {"name": "s"},
+                              "data": {"k": base64.b64encode(b"sekrit").decode()}})
+    fk.create("Pod", "t", pod("p", "echo $A $B $POD; exit 3", container={"env": [
+        {"name": "A", "value": "plain"},
+        {"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}))
+    p = phase(fk, "p", "Failed")
+    term = p["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert term["exitCode"] == 3 and term["reason"] == "Error"
+    assert term["containerID"].startswith("docker://")
+    fk.wait_for(lambda: "plain sekrit p\n" in fk.logs.get(("t", "p", "c"), []), timeout=30)
+
+
+def test_missing_image_backs_off(fk):
+    fk.create("Pod", "t", pod("bad", "true", container={"image": "localhost:5999/none:1"}))
+    fk.wait_for(lambda: "ImagePullBackOff" in str(fk.get("Pod", "t", "bad")["status"]),
+                timeout=120)
+    reasons = {e["reason"] for e in fk.list("Event", "t")}
+    assert {"Failed", "BackOff"} <= reasons
+
+
+def test_configmap_volume_is_updated_in_place(fk):
+    fk.create("ConfigMap", "t", {"metadata": {"name": "cm"}, "data": {"f": "one"}})
+    fk.create("Pod", "t", pod("v", "ls -a /cm; while [ \"$(cat /cm/g)\" != two ]; do sleep 0.2; "
+                                   "done; echo updated", container={
+                                       "volumeMounts": [{"name": "cm", "mountPath": "/cm"}]},
+                              volumes=[{"name": "cm", "configMap": {
+                                  "name": "cm", "items": [{"key": "f", "path": "g"}]}}]))
+    fk.wait_for(lambda: any("..data" in ln for ln in fk.logs.get(("t", "v", "c"), [])),
+                timeout=120)
+    cm = fk.get("ConfigMap", "t", "cm")
+    cm["data"]["f"] = "two"
+    fk.store.update(BY_KIND["ConfigMap"], "t", "cm", cm)
+    p = phase(fk, "v", "Succeeded")
+    assert p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+def test_graceful_delete_and_namespace_removal(fk, dockerd):
+    fk.create("Pod", "t", pod("long", "trap 'exit 0' TERM; while :; do sleep 0.2; done",
+                              terminationGracePeriodSeconds=5))
+    phase(fk, "long", "Running")
+    fk.store.delete(BY_KIND["Pod"], "t", "long")
+    fk.wait_for(lambda: fk.get("Pod", "t", "long") is None, timeout=60)
+    fk.create("Pod", "t", pod("other", "sleep 600"))
+    phase(fk, "other", "Running")
+    assert docker(dockerd, "network", "ls", "-q", "--filter", "label=" + fk.store.life.label)
+    fk.store.delete(BY_KIND["Namespace"], None, "t")
+    fk.wait_for(lambda: not docker(dockerd, "ps", "-aq", "--filter",
+                                   "label=" + fk.store.life.label), timeout=60)
+    fk.wait_for(lambda: not docker(dockerd, "network", "ls", "-q", "--filter",
+                                   "label=" + fk.store.life.label), timeout=60)
