@@ -77,6 +77,14 @@ def daemon(cluster):
     assert TOKEN not in logs and REFRESH not in logs
 
 
+def dump(cluster, daemon, screen):
+    """UPLINK_E2E_SCREEN=FILE: the screen, the daemon's log and every pod log, for a failure."""
+    if os.environ.get("UPLINK_E2E_SCREEN"):
+        Path(os.environ["UPLINK_E2E_SCREEN"]).write_text(
+            screen + "\n----\n" + daemon.logs() + "\n----\n" + "\n".join(
+                "%s: %s" % (k, "".join(v)) for k, v in cluster.fk.logs.items()))
+
+
 def run_in_pty(daemon, args, timeout=1500):
     """Runs `uplink ARGS` on a real pseudo-terminal: (exit code, everything it showed)."""
     env = dict(daemon.env)
@@ -110,10 +118,7 @@ def test_run_claude_print_for_real(cluster, daemon):
                                      "uplink-test/mitmproxy:8", "--mitm-ca-cert",
                                      str(cluster.ca_cert), "--", "-p",
                                      "What does the fake upstream say?"])
-    if os.environ.get("UPLINK_E2E_SCREEN"):
-        Path(os.environ["UPLINK_E2E_SCREEN"]).write_text(
-            screen + "\n----\n" + daemon.logs() + "\n----\n" + "\n".join(
-                "%s: %s" % (k, "".join(v)) for k, v in cluster.fk.logs.items()))
+    dump(cluster, daemon, screen)
     assert ANSWER in screen, (rc, screen[-4000:], daemon.logs()[-4000:])
     assert rc == 0, (screen[-3000:], daemon.logs()[-3000:])
     reqs = cluster.requests()
@@ -186,6 +191,41 @@ def test_agent_is_confined_to_the_proxy(cluster, detached):
                  "-H 'content-type: application/json' -d '{\"model\":\"m\"}' "
                  "https://api.anthropic.com/v1/messages")
     assert r.stdout.endswith("\n200") and ANSWER in r.stdout, r
+
+
+def test_logs_show_allowed_and_denied_after_the_end(cluster, daemon, detached):
+    sid, cid = detached
+    in_agent(cluster, cid, "curl -s -X POST -d x http://denied.example/logged; "
+             "curl -s -X POST -H 'content-type: application/json' -d '{}' "
+             "https://api.anthropic.com/v1/messages")
+    env = dict(daemon.env)
+    env.pop("UPLINK_DEBUG", None)
+
+    def logs(*extra):
+        return subprocess.run([*AS_USER, uplink_bin(), "logs", sid, *extra], env=env,
+                              capture_output=True, text=True, timeout=60)
+    # the audit lines reach the host as the proxy writes them (its pod log)
+    wait_for(lambda: "/logged" in logs().stdout and "/v1/messages" in logs().stdout,
+             timeout=60, what="the requests in uplink logs")
+    assert subprocess.run([*AS_USER, uplink_bin(), "stop", sid], env=env, capture_output=True,
+                          timeout=120).returncode == 0
+    after = logs()
+    assert after.returncode == 0, after.stderr
+    assert "/logged" in after.stdout and "/v1/messages" in after.stdout, after.stdout
+    denied = logs("--denied").stdout
+    assert "/logged" in denied and "/v1/messages" not in denied, denied
+    for s in (TOKEN, REFRESH):
+        assert s not in after.stdout and s not in logs("--json").stdout
+
+
+def test_second_run_builds_nothing(cluster, daemon):
+    rc, screen = run_in_pty(daemon, ["run", "claude", "--mitmproxy-image",
+                                     "uplink-test/mitmproxy:8", "--mitm-ca-cert",
+                                     str(cluster.ca_cert), "--", "-p", "again?"])
+    dump(cluster, daemon, screen)
+    assert rc == 0 and ANSWER in screen, screen[-3000:]
+    assert "up to date: localhost:5000/uplink/claude:" in screen, screen[-3000:]
+    assert "docker build" not in screen
 
 
 def test_no_real_token_in_the_agent_container(cluster, detached):

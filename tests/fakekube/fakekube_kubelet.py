@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
 import threading
 import time
 
@@ -390,9 +391,20 @@ class PodWorker:
         info = self.kl.docker.inspect(cid) or {}
         if (info.get("State") or {}).get("StartedAt", "0001").startswith("0001"):
             return
+        if not pod["spec"].get("hostNetwork"):
+            self._no_default_route(info)
         self._event("Normal", "Started", "Started container %s" % c["name"])
         self._running(pod, c, cid, info)
         threading.Thread(target=self._wait, args=(pod, c, cid), daemon=True).start()
+
+    def _no_default_route(self, info):
+        """Docker gives even an internal network's containers a default route through the
+        host; a host that forwards (net.ipv4.ip_forward, which other software turns on)
+        would then route the agent to every other network. A pod's networks are on-link."""
+        pid = (info.get("State") or {}).get("Pid")
+        if pid:
+            subprocess.run(["nsenter", "-t", str(pid), "-n", "ip", "route", "del", "default"],
+                           capture_output=True, timeout=30)
 
     def _running(self, pod, c, cid, info):
         nets = (info.get("NetworkSettings") or {}).get("Networks") or {}
@@ -466,6 +478,7 @@ class PodWorker:
             for cid in self.cids.values():
                 self.kl.docker.run("network", "connect", self.kl.egress_network, cid,
                                    check=False)
+                self._no_default_route(self.kl.docker.inspect(cid) or {})
             self.egress = True
         group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
         for v in pod["spec"].get("volumes") or []:
