@@ -53,6 +53,7 @@ class DockerKubelet(Lifecycle):
         self.caps = bounding_caps()
         self.subnet_base = 64 + secrets.randbelow(64)  # 10.B.N.0/24 per namespace
         self.nets = {}                                 # namespace -> (network, N)
+        self.net_count = 0
         self.service_ips = {}                          # namespace -> next host number
         self.pods = {}                                 # uid -> PodWorker
         self.lock = threading.RLock()
@@ -105,7 +106,8 @@ class DockerKubelet(Lifecycle):
         with self.lock:
             if ns in self.nets:
                 return self.nets[ns]
-            n = len(self.nets) + 1
+            self.net_count += 1       # never reused: a gone network's bridge may linger
+            n = self.net_count
             prefix = "10.%d.%d" % (self.subnet_base, n)
             name = "fk-%s-%s" % (self.instance, ns)[:60]
             self.docker.run("network", "create", "--internal", "--label", self.label,

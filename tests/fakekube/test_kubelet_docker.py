@@ -111,3 +111,20 @@ def test_graceful_delete_and_namespace_removal(fk, dockerd):
                                    "label=" + fk.store.life.label), timeout=60)
     fk.wait_for(lambda: not docker(dockerd, "network", "ls", "-q", "--filter",
                                    "label=" + fk.store.life.label), timeout=60)
+
+
+def test_namespaces_after_a_deleted_one_get_their_own_network(fk):
+    """A namespace made after another was deleted must not get a live one's subnet."""
+    for ns in ("a", "b"):
+        fk.create("Namespace", None, {"metadata": {"name": ns}})
+        fk.create("Pod", ns, dict(pod("p", "sleep 600"), metadata={"name": "p"}))
+        fk.wait_for(lambda: fk.get("Pod", ns, "p")["status"].get("phase") == "Running",
+                    timeout=120)
+    fk.store.delete(BY_KIND["Namespace"], None, "a")
+    fk.wait_for(lambda: fk.get("Namespace", None, "a") is None, timeout=60)
+    fk.wait_for(lambda: "a" not in fk.store.life.nets, timeout=60)
+    fk.create("Namespace", None, {"metadata": {"name": "c"}})
+    fk.create("Pod", "c", dict(pod("p", "sleep 600"), metadata={"name": "p"}))
+    for ns in ("b", "c"):
+        fk.wait_for(lambda: (fk.get("Pod", ns, "p")["status"].get("phase") == "Running"),
+                    timeout=120)
