@@ -121,6 +121,7 @@ def test_run_claude_print_for_real(cluster, daemon):
     dump(cluster, daemon, screen)
     assert ANSWER in screen, (rc, screen[-4000:], daemon.logs()[-4000:])
     assert rc == 0, (screen[-3000:], daemon.logs()[-3000:])
+    assert "detached" not in screen, screen[-3000:]     # the agent ended: not a detach
     reqs = cluster.requests()
     msgs = [r for r in reqs if r["path"].startswith("/v1/messages")]
     assert msgs, reqs
