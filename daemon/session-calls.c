@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The Kubernetes calls a session owns (session-private.h): tracked, so that cancelling the
- * session's work cancels them, and answered through the session. */
+/*
+ * What a session asks of the world outside the loop, as one table (session-private.h):
+ * up_session_kube_ops over the deploy cluster (kube.c, cluster.c), the image job and the
+ * audit follower. And the Kubernetes calls a session owns: tracked, so that cancelling the
+ * session's work cancels them, and answered through the session.
+ */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -8,23 +12,102 @@
 #include "image.h"
 #include "kube.h"
 #include "placeholders.h"
+#include "session-audit.h"
 #include "session-private.h"
+
+/* ---- the real table: the deploy cluster through kube.c ---- */
+
+static int kube_apply(struct up_session *s, json_t *obj, up_session_call_cb cb, void *ud,
+		      void **call)
+{
+	struct up_kube *k = up_cluster_kube(s->cluster);
+
+	return k ? up_kube_apply(k, obj, false, cb, ud, (struct up_kube_call **)call) : -ENOTCONN;
+}
+
+static int kube_get(struct up_session *s, const char *path, up_session_call_cb cb, void *ud,
+		    void **call)
+{
+	struct up_kube *k = up_cluster_kube(s->cluster);
+
+	return k ? up_kube_get(k, path, cb, ud, (struct up_kube_call **)call) : -ENOTCONN;
+}
+
+static int kube_delete(struct up_session *s, const char *path, up_session_call_cb cb, void *ud,
+		       void **call)
+{
+	struct up_kube *k = up_cluster_kube(s->cluster);
+
+	return k ? up_kube_delete(k, path, cb, ud, (struct up_kube_call **)call) : -ENOTCONN;
+}
+
+static void kube_cancel(void *call)
+{
+	up_kube_cancel(call);
+}
+
+static json_t *kube_pod(const struct up_session *s, const char *name)
+{
+	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
+
+	return pods ? up_kube_watch_get(pods, s->ns, name) : NULL;
+}
+
+static const struct up_kube_context *kube_context(const struct up_session *s)
+{
+	struct up_kube *k = up_cluster_kube(s->cluster);
+
+	return k ? up_kube_get_context(k) : NULL;
+}
+
+static int image(struct up_session *s, const struct up_image_request *req,
+		 void (*progress)(const struct up_image_progress *p, void *ud),
+		 void (*done)(const struct up_image_result *res, void *ud), void *ud, void **job)
+{
+	return up_image_ensure(s->all->loop, s->all->http, req, progress, done, ud,
+			       (struct up_image_job **)job);
+}
+
+static void image_cancel(void *job)
+{
+	up_image_cancel(job);
+}
+
+const struct up_session_cluster_ops up_session_kube_ops = {
+	.apply = kube_apply,
+	.get = kube_get,
+	.delete = kube_delete,
+	.cancel = kube_cancel,
+	.pod = kube_pod,
+	.context = kube_context,
+	.image = image,
+	.image_cancel = image_cancel,
+	.audit_start = up_session_audit_start,
+	.prepare = session_prepare_run,
+};
+
+/* ---- the calls a session owns ---- */
 
 struct scall {
 	struct up_session *s;
-	struct up_kube_call *call;
-	void (*done)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
+	void *call;
+	session_done_fn done;
 };
+
+static void untrack(struct up_session *s, struct scall *c)
+{
+	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
+		if (s->calls[i] == c)
+			s->calls[i] = NULL;
+}
 
 static void on_call(const struct up_kube_error *err, json_t *obj, void *ud)
 {
 	struct scall *c = ud;
 	struct up_session *s = c->s;
-	void (*done)(struct up_session *, const struct up_kube_error *, json_t *) = c->done;
+	session_done_fn done = c->done;
 
-	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
-		if (s->calls[i] == c)
-			s->calls[i] = NULL;
+	untrack(s, c);
 	free(c);
 	done(s, err, obj);
 }
@@ -39,44 +122,27 @@ static int track(struct up_session *s, struct scall *c)
 	return -E2BIG;
 }
 
-static struct scall *scall_new(struct up_session *s,
-			       void (*done)(struct up_session *, const struct up_kube_error *,
-					    json_t *))
-{
-	struct scall *c = calloc(1, sizeof(*c));
-
-	if (c) {
-		c->s = s;
-		c->done = done;
-	}
-	return c;
-}
-
 enum call_kind { CALL_APPLY, CALL_DELETE, CALL_GET };
 
 static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, const char *path,
-			void (*done)(struct up_session *, const struct up_kube_error *, json_t *))
+			session_done_fn done)
 {
-	struct up_kube *k = up_cluster_kube(s->cluster);
-	struct scall *c;
+	struct scall *c = calloc(1, sizeof(*c));
 	int r;
 
-	if (!k)
-		return -ENOTCONN;
-	c = scall_new(s, done);
 	if (!c)
 		return -ENOMEM;
+	c->s = s;
+	c->done = done;
 	r = track(s, c);
 	if (r >= 0 && kind == CALL_APPLY)
-		r = up_kube_apply(k, obj, false, on_call, c, &c->call);
+		r = s->ops->apply(s, obj, on_call, c, &c->call);
 	else if (r >= 0 && kind == CALL_DELETE)
-		r = up_kube_delete(k, path, on_call, c, &c->call);
+		r = s->ops->delete (s, path, on_call, c, &c->call);
 	else if (r >= 0)
-		r = up_kube_get(k, path, on_call, c, &c->call);
+		r = s->ops->get(s, path, on_call, c, &c->call);
 	if (r < 0) {
-		for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
-			if (s->calls[i] == c)
-				s->calls[i] = NULL;
+		untrack(s, c);
 		free(c);
 		return r;
 	}
@@ -89,7 +155,7 @@ void session_cancel_work(struct up_session *s)
 {
 	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
 		if (s->calls[i]) {
-			up_kube_cancel(s->calls[i]->call);
+			s->ops->cancel(s->calls[i]->call);
 			free(s->calls[i]);
 			s->calls[i] = NULL;
 		}
@@ -98,7 +164,7 @@ void session_cancel_work(struct up_session *s)
 		s->resolve = NULL;
 	}
 	if (s->image) {
-		up_image_cancel(s->image);
+		s->ops->image_cancel(s->image);
 		s->image = NULL;
 	}
 	if (s->timer)

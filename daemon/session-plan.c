@@ -20,7 +20,6 @@
 #include "kube.h"
 #include "log.h"
 #include "manifests.h"
-#include "rpc.h"
 #include "session-private.h"
 
 /* Used by a run (session.c: apply_agent_pod) and a dry run alike: session-private.h. */
@@ -194,7 +193,6 @@ bool session_plan_image(struct up_session *s, const struct up_image_result *res)
 /* A dry run's answer: the plan and the objects as a run would apply them. */
 void session_plan_answer(struct up_session *s)
 {
-	struct up_request *req = s->req;
 	char err[512];
 
 	if (session_fill_cluster_values(s, UP_MANIFEST_MITM_IP_PLACEHOLDER,
@@ -218,10 +216,9 @@ void session_plan_answer(struct up_session *s)
 			"did not run; in the List, " UP_MANIFEST_MITM_IP_PLACEHOLDER " stands for "
 			"the mitm Service's cluster IP, which a run fills in once the Service has "
 			"one");
-	s->req = NULL;
-	up_request_reply(req, json_pack("{s:s, s:o, s:o}", "id", s->id, "objects",
-					up_manifests_list(s->objects, s->o.show_secrets), "plan",
-					s->plan ? json_incref(s->plan) : json_array()));
+	session_answer(s, json_pack("{s:s, s:o, s:o}", "id", s->id, "objects",
+				    up_manifests_list(s->objects, s->o.show_secrets), "plan",
+				    s->plan ? json_incref(s->plan) : json_array()));
 	session_set_state(s, UP_SESSION_STOPPED, "dry run");
 	session_teardown(s);
 }

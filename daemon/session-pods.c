@@ -15,7 +15,6 @@
 #include "log.h"
 #include "manifests.h"
 #include "notify.h"
-#include "rpc.h"
 #include "session-audit.h"
 #include "session-private.h"
 #include "store.h"
@@ -84,18 +83,14 @@ static void note_waiting(struct up_session *s, const char *pod_name, json_t *pod
 
 static void running(struct up_session *s)
 {
-	struct up_request *req = s->req;
-
 	if (s->timer)
 		(void)uv_timer_stop(s->timer);
 	session_set_state(s, UP_SESSION_RUNNING, NULL);
 	s->idle_since = session_now();
 	session_life_arm(s);
 	session_refresh_arm(s);
-	if (req) {
-		s->req = NULL;
-		up_request_reply(req, up_session_describe(s));
-	}
+	if (s->starter)
+		session_answer(s, up_session_describe(s));
 }
 
 /*
@@ -148,7 +143,7 @@ void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod
 				    code);
 		(void)snprintf(why, sizeof(why), "the agent exited with code %d%s%s%s", code,
 			       reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
-		if (s->req)
+		if (s->starter)
 			session_answer_error(s, UP_ERR_SESSION_STOPPED, why);
 		session_set_state(s, UP_SESSION_EXITED, why);
 		session_teardown(s);
@@ -220,7 +215,6 @@ static void on_start_timeout(uv_timer_t *t)
 
 void session_start_waiting(struct up_session *s)
 {
-	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
 	json_t *p;
 
 	session_set_state(s, UP_SESSION_STARTING, NULL);
@@ -231,13 +225,12 @@ void session_start_waiting(struct up_session *s)
 		session_progress(s, "start", 0, 2, "waiting for the mitm and agent pods");
 	session_start_timer(s, on_start_timeout, (uint64_t)start_timeout_s() * 1000);
 	/* Events may have come before we listened: look at the cache too. */
-	if (pods && (p = up_kube_watch_get(pods, s->ns, "mitm")))
+	if ((p = s->ops->pod(s, "mitm")))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
-	if (pods && s->need_ssh_agent && s->state == UP_SESSION_STARTING &&
-	    (p = up_kube_watch_get(pods, s->ns, UP_MANIFEST_SSH_AGENT)))
+	if (s->need_ssh_agent && s->state == UP_SESSION_STARTING &&
+	    (p = s->ops->pod(s, UP_MANIFEST_SSH_AGENT)))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
-	if (pods && s->state == UP_SESSION_STARTING &&
-	    (p = up_kube_watch_get(pods, s->ns, "agent")))
+	if (s->state == UP_SESSION_STARTING && (p = s->ops->pod(s, "agent")))
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
 }
 
@@ -254,16 +247,15 @@ void up_session_adopt(struct up_session *s)
 
 void up_session_reconcile(struct up_session *s, json_t *ns)
 {
-	struct up_kube_watch *pods = up_cluster_pods(s->cluster);
-	json_t *agent = pods ? up_kube_watch_get(pods, s->ns, "agent") : NULL;
+	json_t *agent = s->ops->pod(s, "agent");
 
-	if (up_session_state_is_starting(s->state) && !s->req && !s->in_work && !s->image &&
+	if (up_session_state_is_starting(s->state) && !s->starter && !s->in_work && !s->image &&
 	    !s->resolve && s->pending == 0 && !s->calls[0]) {
 		session_fail(s, UP_ERR_INTERNAL_ERROR,
 			     "uplinkd restarted while the session was starting");
 	} else if (s->state == UP_SESSION_RUNNING) {
 		if (ns)
-			up_session_audit_start(s); /* picked up again after a restart; idempotent */
+			s->ops->audit_start(s); /* picked up again after a restart; idempotent */
 		if (!ns)
 			session_set_state(s, UP_SESSION_GONE,
 					  "its namespace vanished while uplinkd was not looking");
@@ -288,8 +280,7 @@ void up_session_reconcile(struct up_session *s, json_t *ns)
 json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len)
 {
 	const char *const *argv = session_agent_attach_argv(s);
-	struct up_kube *k = up_cluster_kube(s->cluster);
-	const struct up_kube_context *ctx = k ? up_kube_get_context(k) : NULL;
+	const struct up_kube_context *ctx = s->ops->context(s);
 	const char *kubeconfig = getenv("KUBECONFIG");
 	json_t *cmd;
 

@@ -15,6 +15,44 @@ struct up_manifests;
 struct session_agent;
 struct scall;
 struct session_refresh;
+struct up_kube_context;
+struct up_kube_error;
+struct up_image_request;
+struct up_image_progress;
+struct up_image_result;
+
+/*
+ * What a session asks of the world outside the loop: the deploy cluster (calls, the pod
+ * watch's cache, the context), the image job, the audit follower, and the threadpool half of
+ * PREPARING. up_session_kube_ops (session-calls.c) is the real one; a unit test puts a fake
+ * in s->ops. A call or job handle is the implementation's own; cancel forgets it, and its
+ * callback never comes.
+ */
+typedef void (*up_session_call_cb)(const struct up_kube_error *err, json_t *obj, void *ud);
+struct up_session_cluster_ops {
+	int (*apply)(struct up_session *s, json_t *obj, up_session_call_cb cb, void *ud,
+		     void **call);
+	int (*get)(struct up_session *s, const char *path, up_session_call_cb cb, void *ud,
+		   void **call);
+	int (*delete)(struct up_session *s, const char *path, up_session_call_cb cb, void *ud,
+		      void **call);
+	void (*cancel)(void *call);
+	/* The pod watch's cached pod `name` of the session's namespace (borrowed), or NULL. */
+	json_t *(*pod)(const struct up_session *s, const char *name);
+	/* The deploy cluster's context, NULL while it is not available. */
+	const struct up_kube_context *(*context)(const struct up_session *s);
+	int (*image)(struct up_session *s, const struct up_image_request *req,
+		     void (*progress)(const struct up_image_progress *p, void *ud),
+		     void (*done)(const struct up_image_result *res, void *ud), void *ud,
+		     void **job);
+	void (*image_cancel)(void *job);
+	/* RUNNING: follow the mitm's log into audit.jsonl (idempotent). */
+	void (*audit_start)(struct up_session *s);
+	/* The threadpool half of PREPARING: fills s->rs, s->ca, s->agent, s->warnings, or sets
+	 * s->prep_error and s->prep_e. */
+	void (*prepare)(struct up_session *s);
+};
+extern const struct up_session_cluster_ops up_session_kube_ops;
 
 #define UP_SESSION_MAX_CALLS	   32
 /* The agent pod's main container (manifests/agent-pod.yaml). */
@@ -31,14 +69,18 @@ struct up_session {
 	enum up_session_state state;
 	struct up_session_opts o;
 	struct up_cluster *cluster;
-	struct up_request *req; /* session.start, until it is answered */
+	/* Who hears progress, states and the answer of session.start; `starter` is its
+	 * data, NULL once answered or gone. */
+	const struct up_session_observer *obs;
+	void *starter;
+	const struct up_session_cluster_ops *ops; /* never NULL */
 	char owner[24];
 
 	/* Work in flight; each is cancelled when the session is. */
 	uv_work_t work;
 	bool in_work;
 	struct up_resolve *resolve;
-	struct up_image_job *image;
+	void *image;				   /* ops->image's job */
 	struct scall *calls[UP_SESSION_MAX_CALLS]; /* Kubernetes calls in flight */
 	uv_timer_t *timer;
 	unsigned pending;  /* applies outstanding in the current step */
@@ -109,8 +151,9 @@ void up_session_reconcile(struct up_session *s, json_t *ns);
 void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod);
 void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns);
 struct up_session *up_session_new(struct up_sessions *all, const char *id);
-/* Writes the record, then runs the steps; answers `req` when running or failed. */
-int up_session_begin(struct up_session *s, struct up_request *req) _wur_;
+/* Writes the record, then runs the steps; answers through `obs` when running or failed. */
+int up_session_begin(struct up_session *s, const struct up_session_observer *obs,
+		     void *starter) _wur_;
 void up_session_free(struct up_session *s);
 
 /* session.c, for the steps in other files */
@@ -121,11 +164,19 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
 		      const char *fmt, ...) _printf_(5, 6);
 void session_answer_error(struct up_session *s, enum up_error e, const char *msg);
+/* The answer of session.start (taken); nothing when already answered. */
+void session_answer(struct up_session *s, json_t *result);
 void session_cancel_work(struct up_session *s);
 /* Down to TEARDOWN, the namespace deleted (retried until it is), then GONE. */
 void session_teardown(struct up_session *s);
 void session_delete_namespace(struct up_session *s);
 void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms);
+
+/* session-prepare.c: PREPARING, from the record on disk to the placeholders resolved */
+/* The threadpool part for real: up_session_kube_ops.prepare. */
+void session_prepare_run(struct up_session *s);
+/* session.c */
+void session_step_build(struct up_session *s);
 
 /* session-pods.c */
 /* STARTING: waits for the pods through the pod watch, with a deadline. */

@@ -28,16 +28,11 @@
 #include "manifests.h"
 #include "notify.h"
 #include "placeholders.h"
-#include "rpc.h"
 #include "rules.h"
 #include "secret-store.h"
-#include "server.h"
 #include "session-audit.h"
 #include "session-private.h"
 #include "store.h"
-
-static void step_build(struct up_session *s);
-void session_teardown(struct up_session *s);
 
 int64_t session_now(void)
 {
@@ -67,11 +62,6 @@ void session_host_ids(uid_t *uid, gid_t *gid)
 
 /* ---- notifications to the client that started the session ---- */
 
-static struct up_conn *starter(const struct up_session *s)
-{
-	return s->req ? s->req->conn : NULL;
-}
-
 void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
 		      const char *fmt, ...) _printf_(5, 6);
 void session_progress(struct up_session *s, const char *phase, unsigned done, unsigned total,
@@ -80,15 +70,14 @@ void session_progress(struct up_session *s, const char *phase, unsigned done, un
 	char msg[512];
 	va_list ap;
 
-	if (!starter(s))
+	if (!s->starter)
 		return;
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	(void)up_conn_notify(starter(s), "session.progress",
-			     json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", s->id, "phase", phase,
-				       "message", msg, "done", (json_int_t)done, "total",
-				       (json_int_t)total));
+	s->obs->progress(s->starter, json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", s->id, "phase",
+					       phase, "message", msg, "done", (json_int_t)done,
+					       "total", (json_int_t)total));
 }
 
 static void save_done(int r, const char *err, json_t *result, void *ud)
@@ -145,7 +134,7 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 		 up_session_state_to_name(to), reason ? ": " : "", reason ? reason : "");
 	s->state = to;
 	if (to == UP_SESSION_RUNNING)
-		up_session_audit_start(s);
+		s->ops->audit_start(s);
 	else if (up_session_state_is_terminal(to))
 		up_session_audit_stop(s);
 	if (up_session_state_is_terminal(to))
@@ -166,11 +155,11 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) &&
 	    !s->o.dry_run)
 		up_notify_session_ended(session_notifier(s), up_session_describe(s));
-	if (starter(s))
-		(void)up_conn_notify(starter(s), "session.state",
-				     json_pack("{s:s, s:s, s:s, s:s?}", "id", s->id, "old",
-					       up_session_state_to_name(from), "new",
-					       up_session_state_to_name(to), "reason", reason));
+	if (s->starter)
+		s->obs->state(s->starter,
+			      json_pack("{s:s, s:s, s:s, s:s?}", "id", s->id, "old",
+					up_session_state_to_name(from), "new",
+					up_session_state_to_name(to), "reason", reason));
 }
 
 static void timer_closed(uv_handle_t *h)
@@ -188,12 +177,24 @@ void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
 
 void session_answer_error(struct up_session *s, enum up_error e, const char *msg)
 {
-	struct up_request *req = s->req;
+	void *starter = s->starter;
 
-	if (!req)
+	if (!starter)
 		return;
-	s->req = NULL;
-	up_request_error(req, e, msg);
+	s->starter = NULL;
+	s->obs->error(starter, e, msg);
+}
+
+void session_answer(struct up_session *s, json_t *result)
+{
+	void *starter = s->starter;
+
+	if (!starter) {
+		json_decref(result);
+		return;
+	}
+	s->starter = NULL;
+	s->obs->reply(starter, result);
 }
 
 static void fail_msg(struct up_session *s, enum up_error e, const char *msg);
@@ -312,146 +313,12 @@ int up_session_stop(struct up_session *s, const char *reason)
 }
 
 /* The client that started the session went away before it ran: nothing may outlive that. */
-static void on_start_cancelled(struct up_request *req, void *ud)
+void up_session_starter_gone(struct up_session *s)
 {
-	struct up_session *s = ud;
-
-	(void)req;
-	s->req = NULL;
+	s->starter = NULL;
 	if (up_session_state_is_starting(s->state))
 		(void)up_session_stop(s,
 				      "the client that started it went away before it was running");
-}
-
-/* ---- PREPARING: the agent's host side, rules, CA (threadpool), then placeholders ---- */
-
-static void prepare_run(uv_work_t *w)
-{
-	struct up_session *s = w->data;
-	char err[1024] = "";
-	json_t *f;
-	size_t i;
-	int r;
-
-	s->problems = json_array();
-	s->warnings = json_array();
-	s->rs = up_ruleset_new();
-	if (!s->problems || !s->warnings || !s->rs) {
-		s->prep_e = UP_ERR_INTERNAL_ERROR;
-		s->prep_error = strdup("out of memory");
-		return;
-	}
-	if (session_mounts_prepare(s) < 0) /* host mounts, --mitm-ca-cert, git: session-mounts.c */
-		return;
-	r = session_agent_prepare(s, err, sizeof(err));
-	if (r < 0) {
-		s->prep_e = UP_ERR_PREREQ_MISSING;
-		s->prep_error = strdup(err);
-		return;
-	}
-	(void)session_agent_warnings(s, s->warnings);
-	if (session_aws_prepare(s) < 0) /* --aws-profiles and the agent's: session-aws.c */
-		return;
-	r = session_agent_rules(s, s->problems);
-	json_array_foreach (s->o.rules, i, f)
-		if (r != -ENOMEM) {
-			int k = up_config_load_rules_item(s->rs, f,
-							  s->problems); /* a path or inline */
-			r = r < 0 ? r : k;
-		}
-	if (r >= 0)
-		r = up_ruleset_finish(s->rs, s->o.no_default_rules, s->problems);
-	if (r < 0 || json_array_size(s->problems) > 0) {
-		s->prep_error = up_json_join(s->problems, "\n");
-		s->prep_e = UP_ERR_RULES_INVALID;
-		return;
-	}
-	session_aws_warn_rules(s, s->warnings);
-	if (!s->o.image && !s->o.registry) /* a read: a dry run tells it too */
-		session_registry_check(s->server[0] ? s->server : NULL, s->registry_problem,
-				       sizeof(s->registry_problem));
-	r = up_ca_new(s->id, session_now(), up_record_expires_at(s->record), &s->ca, err,
-		      sizeof(err));
-	if (r < 0) {
-		s->prep_e = UP_ERR_INTERNAL_ERROR;
-		s->prep_error = strdup(err);
-	}
-}
-
-static void on_resolved(int r, enum up_error e, const char *message, void *ud)
-{
-	struct up_session *s = ud;
-
-	s->resolve = NULL;
-	if (r < 0) {
-		session_fail(s, e, "%s", message);
-		return;
-	}
-	session_progress(s, "prepare", 1, 1, "rules and credentials ready (%zu rules)",
-			 up_ruleset_count(s->rs));
-	step_build(s);
-}
-
-static void prepare_after(uv_work_t *w, int status)
-{
-	struct up_session *s = w->data;
-	struct up_resolve_options o = {.allow_exec = s->o.allow_exec,
-				       .store = up_secret_store_pick()};
-	json_t *warning;
-	size_t i;
-	int r;
-
-	(void)status;
-	s->in_work = false;
-	if (s->freeing) {
-		up_session_free(s);
-		return;
-	}
-	if (s->all->closing || up_session_state_is_terminal(s->state))
-		return;
-	json_array_foreach (s->warnings, i, warning) {
-		log_warning("Session %s: %s", s->id, json_string_value(warning));
-		session_progress(s, "warning", 0, 0, "%s", json_string_value(warning));
-	}
-	if (s->prep_error) {
-		session_fail(s, s->prep_e, "%s", s->prep_error);
-		return;
-	}
-	session_progress(s, "prepare", 0, 1, "resolving credential placeholders");
-	r = up_resolve_start(s->all->loop, s->rs, &o, on_resolved, s, &s->resolve);
-	if (r < 0)
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot resolve placeholders: %s",
-			     strerror(-r));
-}
-
-static void on_record_saved(int r, const char *err, json_t *result, void *ud)
-{
-	struct up_session *s = ud;
-
-	(void)result;
-	if (s->all->closing || up_session_state_is_terminal(s->state))
-		return;
-	if (r < 0) {
-		/* The record must exist before anything in the cluster does. */
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot write the session record: %s", err);
-		return;
-	}
-	/* What the worker may need of the cluster, copied while on the loop. */
-	struct up_kube *k = up_cluster_kube(s->cluster);
-	if (k) {
-		const struct up_kube_context *ctx = up_kube_get_context(k);
-		(void)snprintf(s->server, sizeof(s->server), "%s", ctx->server);
-		free(s->server_ca);
-		s->server_ca = ctx->ca_pem ? strndup(ctx->ca_pem, ctx->ca_len) : NULL;
-	}
-	s->work.data = s;
-	s->in_work = true;
-	r = uv_queue_work(s->all->loop, &s->work, prepare_run, prepare_after);
-	if (r < 0) {
-		s->in_work = false;
-		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot schedule the preparation: %s",
-			     strerror(-r));
-	}
 }
 
 /* ---- BUILDING: the agent image, unless one was named ---- */
@@ -484,7 +351,7 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 	session_step_deploy(s);
 }
 
-static void step_build(struct up_session *s)
+void session_step_build(struct up_session *s)
 {
 	char err[512];
 
@@ -553,8 +420,7 @@ void session_start_image(struct up_session *s, bool ask)
 	};
 	session_progress(s, "build", 0, 0, "%s the %s image",
 			 ask ? "checking the registry for" : "hashing", s->o.agent);
-	r = up_image_ensure(s->all->loop, s->all->http, &req, on_image_progress, on_image_done, s,
-			    &s->image);
+	r = s->ops->image(s, &req, on_image_progress, on_image_done, s, &s->image);
 	if (r < 0)
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot start the image build: %s",
 			     strerror(-r));
@@ -728,6 +594,7 @@ struct up_session *up_session_new(struct up_sessions *all, const char *id)
 	if (!s)
 		return NULL;
 	s->all = all;
+	s->ops = &up_session_kube_ops;
 	(void)snprintf(s->id, sizeof(s->id), "%s", id);
 	(void)snprintf(s->ns, sizeof(s->ns), "%s%s", UP_SESSION_NS_PREFIX, id);
 	s->timer = malloc(sizeof(*s->timer));
@@ -806,38 +673,6 @@ json_t *up_session_describe(const struct up_session *s)
 				  (double)(s->t_submitted - s->t_deploy) / 1e6, "to_last_object",
 				  (double)(s->t_submitted - s->t_start) / 1e6));
 	return d;
-}
-
-/* ---- the start ---- */
-
-int up_session_begin(struct up_session *s, struct up_request *req)
-{
-	char err[256];
-	int r;
-
-	s->req = req;
-	s->t_start = uv_hrtime();
-	up_request_set_cancel(req, on_start_cancelled, s);
-	s->state = UP_SESSION_PREPARING;
-	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
-				  s->o.deploy_context ? s->o.deploy_context : "", session_now(),
-				  s->o.ttl_s, s->o.idle_s);
-	if (!s->record || up_record_set_quiet(s->record, s->o.quiet) < 0)
-		return -ENOMEM;
-	session_progress(s, "prepare", 0, 1, "preparing session %s", s->id);
-	if (s->o.dry_run) {
-		on_record_saved(0, NULL, NULL, s);
-		return 0;
-	}
-	/* Invariant: the record is on disk before any cluster object exists. */
-	r = up_store_save_async(s->all->loop, s->all->store, s->record, on_record_saved, s);
-	if (r < 0) {
-		(void)snprintf(err, sizeof(err), "cannot write the session record: %s",
-			       strerror(-r));
-		s->req = NULL;
-		return r;
-	}
-	return 0;
 }
 
 /* ---- shutting down ---- */

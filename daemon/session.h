@@ -84,6 +84,21 @@ int up_session_start(struct up_sessions *all, struct up_request *req,
 		     struct up_session_opts *o) _wur_;
 void up_session_opts_done(struct up_session_opts *o);
 
+/*
+ * Who started a session hears from it through one observer (rpc-session.c: the client's
+ * connection and its session.start request): progress and state notifications (params
+ * taken), then one answer, reply (result taken) or error; after the answer, nothing.
+ */
+struct up_session_observer {
+	void (*progress)(void *starter, json_t *params);
+	void (*state)(void *starter, json_t *params);
+	void (*reply)(void *starter, json_t *result);
+	void (*error)(void *starter, enum up_error e, const char *msg);
+};
+/* The starter went away unanswered: a session not yet RUNNING is stopped, a running one
+ * only loses its observer. */
+void up_session_starter_gone(struct up_session *s);
+
 /* session-mounts.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
  * on the loop; 0 or -EINVAL with a sentence naming the flag and the value. */
 int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
