@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "rpc-clean.h"
+#include "rpc-session-observer.h"
 #include "rpc.h"
 #include "server.h"
 #include "session-private.h"
@@ -405,45 +406,6 @@ static int fill_opts(const struct start_params *p, const struct up_sessions *all
 									       : -ENOMEM;
 }
 
-/* ---- the observer of a session this request started: its client's connection ---- */
-
-static void obs_progress(void *starter, json_t *params)
-{
-	struct up_request *req = starter;
-
-	(void)up_conn_notify(req->conn, "session.progress", params);
-}
-
-static void obs_state(void *starter, json_t *params)
-{
-	struct up_request *req = starter;
-
-	(void)up_conn_notify(req->conn, "session.state", params);
-}
-
-static void obs_reply(void *starter, json_t *result)
-{
-	up_request_reply(starter, result);
-}
-
-static void obs_error(void *starter, enum up_error e, const char *msg)
-{
-	up_request_error(starter, e, msg);
-}
-
-static const struct up_session_observer start_observer = {
-	.progress = obs_progress,
-	.state = obs_state,
-	.reply = obs_reply,
-	.error = obs_error,
-};
-
-static void start_cancelled(struct up_request *req, void *ud)
-{
-	(void)req;
-	up_session_starter_gone(ud);
-}
-
 static struct up_sessions *sessions_of(void *userdata)
 {
 	return up_manager_sessions(userdata);
@@ -494,12 +456,12 @@ static int start_checked(struct up_request *req, void *params, void *userdata,
 	s->o = o;
 	(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
 	s->cluster = up_sessions_cluster(all, s->o.deploy_context);
-	r = up_session_begin(s, &start_observer, req);
+	r = up_session_begin(s, &up_rpc_start_observer, req);
 	if (r < 0) {
 		up_session_free(s);
 		return r;
 	}
-	up_request_set_cancel(req, start_cancelled, s);
+	up_rpc_start_watch(req, s);
 	return 0;
 }
 

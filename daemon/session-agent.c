@@ -79,7 +79,9 @@ const struct up_agent_contrib *session_agent_contrib(const struct up_session *s)
 
 int session_agent_context(const struct up_session *s, char *buf, size_t len)
 {
-	return up_agent_context_path(s->agent->impl, buf, len);
+	const struct up_agent_impl *impl = s->agent ? s->agent->impl : up_agent_find(s->o.agent);
+
+	return impl ? up_agent_context_path(impl, buf, len) : -ENOENT;
 }
 
 const char *const *session_agent_attach_argv(const struct up_session *s)
