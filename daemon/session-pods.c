@@ -85,12 +85,7 @@ static void running(struct up_session *s)
 {
 	if (s->timer)
 		(void)uv_timer_stop(s->timer);
-	session_set_state(s, UP_SESSION_RUNNING, NULL);
-	s->idle_since = session_now();
-	session_life_arm(s);
-	session_refresh_arm(s);
-	if (s->starter)
-		session_answer(s, up_session_describe(s));
+	session_set_state(s, UP_SESSION_RUNNING, NULL); /* its entry actions: session.c */
 }
 
 /*

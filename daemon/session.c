@@ -119,9 +119,84 @@ void session_notify_expiring(struct up_session *s, const char *limit, int64_t le
 				   *limit == 'i' ? "idle" : "ttl", left_s);
 }
 
+/* ---- what entering a state does ---- */
+
+static void follow_audit(struct up_session *s)
+{
+	s->ops->audit_start(s);
+}
+
+/* Nothing to follow or renew for a session that has ended. */
+static void stop_running_work(struct up_session *s)
+{
+	up_session_audit_stop(s);
+	session_refresh_free(s);
+}
+
+/* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
+static void notify_ended(struct up_session *s)
+{
+	if (!s->o.dry_run)
+		up_notify_session_ended(session_notifier(s), up_session_describe(s));
+}
+
+static void arm_running(struct up_session *s)
+{
+	s->idle_since = session_now();
+	session_life_arm(s);
+	session_refresh_arm(s);
+}
+
+static void answer_running(struct up_session *s)
+{
+	if (s->starter)
+		session_answer(s, up_session_describe(s));
+}
+
+/* When an entry action runs: before the record is saved, after, or once the client has
+ * heard of the move (the answer comes after the state it answers with). */
+enum entry_phase { ENTER, SAVED, TOLD };
+
+#define IN(x) (1u << UP_SESSION_##x)
+#define ENDED (IN(EXITED) | IN(FAILED) | IN(STOPPED) | IN(TEARDOWN) | IN(GONE))
+
+/* clang-format off */
+static const struct entry_action {
+	unsigned states;
+	enum entry_phase phase;
+	void (*fn)(struct up_session *s);
+} entry_actions[] = {
+	{IN(RUNNING), ENTER, follow_audit},
+	{ENDED, ENTER, stop_running_work},
+	{IN(EXITED) | IN(FAILED) | IN(STOPPED), SAVED, notify_ended},
+	{IN(RUNNING), TOLD, arm_running},
+	{IN(RUNNING), TOLD, answer_running},
+};
+/* clang-format on */
+
+static void run_entry_actions(struct up_session *s, enum up_session_state to,
+			      enum entry_phase phase)
+{
+	for (size_t i = 0; i < sizeof(entry_actions) / sizeof(entry_actions[0]); i++)
+		if (entry_actions[i].phase == phase && (entry_actions[i].states & (1u << to)))
+			entry_actions[i].fn(s);
+}
+
+/* The record and systemd's status line follow the move. */
+static void persist_state(struct up_session *s, enum up_session_state to, const char *reason)
+{
+	if (s->record && up_record_set_state(s->record, to, reason, session_now()) < 0)
+		log_warning("Session %s: the record refused %s, ignoring", s->id,
+			    up_session_state_to_name(to));
+	save(s);
+	if (!s->o.dry_run)
+		up_sessions_status(s->all);
+}
+
 void session_set_state(struct up_session *s, enum up_session_state to, const char *reason)
 {
 	enum up_session_state from = s->state;
+	char kept[1024] = "";
 
 	if (from == to)
 		return;
@@ -133,34 +208,24 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 	log_info("Session %s: %s -> %s%s%s", s->id, up_session_state_to_name(from),
 		 up_session_state_to_name(to), reason ? ": " : "", reason ? reason : "");
 	s->state = to;
-	if (to == UP_SESSION_RUNNING)
-		s->ops->audit_start(s);
-	else if (up_session_state_is_terminal(to))
-		up_session_audit_stop(s);
-	if (up_session_state_is_terminal(to))
-		session_refresh_free(s); /* nothing to renew for a session that has ended */
+	run_entry_actions(s, to, ENTER);
 	/* On the way down, the reason the session ended stays: it is what `list` shows. */
-	char kept[1024] = "";
 	if (!reason && s->record && (to == UP_SESSION_TEARDOWN || to == UP_SESSION_GONE)) {
 		(void)snprintf(kept, sizeof(kept), "%s", up_record_reason(s->record));
 		reason = kept[0] ? kept : NULL;
 	}
-	if (s->record && up_record_set_state(s->record, to, reason, session_now()) < 0)
-		log_warning("Session %s: the record refused %s, ignoring", s->id,
-			    up_session_state_to_name(to));
-	save(s);
-	if (!s->o.dry_run)
-		up_sessions_status(s->all);
-	/* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
-	if ((to == UP_SESSION_EXITED || to == UP_SESSION_FAILED || to == UP_SESSION_STOPPED) &&
-	    !s->o.dry_run)
-		up_notify_session_ended(session_notifier(s), up_session_describe(s));
+	persist_state(s, to, reason);
+	run_entry_actions(s, to, SAVED);
 	if (s->starter)
 		s->obs->state(s->starter,
 			      json_pack("{s:s, s:s, s:s, s:s?}", "id", s->id, "old",
 					up_session_state_to_name(from), "new",
 					up_session_state_to_name(to), "reason", reason));
+	run_entry_actions(s, to, TOLD);
 }
+
+#undef ENDED
+#undef IN
 
 static void timer_closed(uv_handle_t *h)
 {

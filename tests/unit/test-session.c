@@ -501,7 +501,7 @@ static void test_run_with_image_then_exit(void **state)
 	assert_int_equal(fake.prepares, 1);
 	assert_int_equal(fake.images, 0);
 	assert_int_equal(fake.audits, 1);
-	assert_true(fake.applies >= 4);
+	assert_non_null(s->life); /* RUNNING's entry armed the TTL */
 	assert_null(s->starter);
 
 	pod_event(s, UP_WATCH_MODIFIED, agent_exited(0));
