@@ -843,6 +843,7 @@ _TOKEN_RE_B = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _BAD_FIELD_RE = re.compile(rb"[\x00\r\n]")  # mitmproxy joins an obs-fold line with CR LF
 _DIGITS_RE = re.compile(rb"[0-9]{1,18}")  # more digits would overflow any origin's size type
 _AUTHORITY_RE = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::([0-9]{1,5}))?")
+_TARGET_RE = re.compile(r"/[^\x00-\x20\x7f]*|\*")  # origin-form (or *), as HTTP/1 admits
 
 
 def framing_problem(headers):
@@ -869,6 +870,19 @@ def framing_problem(headers):
             lengths.add(int(value))
     if len(lengths) > 1:
         return 400, "the request has Content-Length headers that disagree; send one"
+    return None
+
+
+def target_problem(method, path):
+    """(400, why) when the method or target cannot be the upstream's request line, else
+    None. HTTP/1's parser admits only these; HTTP/2's :method and :path may hold anything
+    (an absolute URL naming another host, CR LF and a second request), and mitmproxy writes
+    them into the upstream HTTP/1 request line as they are."""
+    if not _TOKEN_RE.fullmatch(method):
+        return 400, "the request's method is not an HTTP token; send a plain method"
+    if not _TARGET_RE.fullmatch(path):
+        return 400, ("the request's target is not a path starting with '/' (without spaces "
+                     "or control characters); send the request to the host it is meant for")
     return None
 
 
@@ -1428,7 +1442,7 @@ class UplinkFilter:
         """(rule, status, reason): the allowing rule, or None with the status and the
         reason (None: the generic hint) of the denial."""
         req = flow.request
-        problem = framing_problem(req.headers.fields)
+        problem = framing_problem(req.headers.fields) or target_problem(method, req.path)
         status, reason = problem if problem else (403, self._mismatch(flow, host))
         rule = None if reason else self.rules.match_request(method, host, req.path, req.port,
                                                             overrides)
@@ -1499,6 +1513,10 @@ class UplinkFilter:
                 f"rule '{rule.name}' ({rule.layer} layer) does not re-sign AWS requests: only a "
                 f"rule outside the read-only catch-all whose every host regex ends in "
                 f"'\\.amazonaws\\.com' does; " + deny_hint(raw_method(req), host, req.path)))
+            return None
+        if req.scheme != "https":  # the signature and session token never travel in clear
+            self._refuse_resign(flow, rule, (
+                f"uplink re-signs AWS requests only over HTTPS; use https://{host}{req.path}"))
             return None
         service, region = aws_service_region(host)
         payload = req.headers.get("x-amz-content-sha256", "")
