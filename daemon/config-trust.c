@@ -70,6 +70,30 @@ static int header_asks(const struct up_rule *r, const struct up_rule_header *h, 
 	return k < 0 ? -ENOMEM : 0;
 }
 
+/* What re-signing under R gives: requests signed with the real keys of --aws-profiles. */
+static json_t *aws_ask(const struct up_rule *r)
+{
+	_cleanup_(freep) char *actions = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (r->n_aws_actions == 0)
+		return json_sprintf(
+			"rule '%s' has the proxy re-sign the agent's AWS requests to its "
+			"hosts with your real AWS keys (--aws-profiles)",
+			r->name);
+	f = open_memstream(&actions, &len);
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < r->n_aws_actions; i++)
+		fprintf(f, "%s%s", i ? ", " : "", r->aws_actions[i]);
+	if (fclose(f) != 0)
+		return NULL;
+	return json_sprintf("rule '%s' has the proxy re-sign with your real AWS keys "
+			    "(--aws-profiles) requests that hand the agent AWS credentials: %s",
+			    r->name, actions);
+}
+
 int up_config_rules_asks(const struct up_ruleset *rs, json_t *asks)
 {
 	for (size_t i = 0; i < up_ruleset_count(rs); i++) {
@@ -82,6 +106,9 @@ int up_config_rules_asks(const struct up_ruleset *rs, json_t *asks)
 			      : NULL;
 
 		if (what && json_array_append_new(asks, ask_of(r->source, what)) < 0)
+			return -ENOMEM;
+		if (up_rule_aws_sign(r) &&
+		    json_array_append_new(asks, ask_of(r->source, aws_ask(r))) < 0)
 			return -ENOMEM;
 		for (size_t j = 0; j < r->n_headers; j++)
 			if (header_asks(r, &r->headers[j], asks) < 0)

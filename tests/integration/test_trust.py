@@ -173,3 +173,23 @@ def test_harmless_project_files_and_the_users_own_files_need_no_trust(env):
     t = client(env, "trust")
     assert t.returncode == 0 and "mount_ro" in t.stdout
     dry_run(env)
+
+
+def test_a_projects_rule_that_would_resign_aws_waits_for_trust(env):
+    """A rule naming AWS hosts has the proxy re-sign the agent's requests with the user's
+    real keys (--aws-profiles), credential-issuing actions too when it lists them: the
+    agent would get fresh AWS credentials from STS. A project's file may ask that only
+    once trusted."""
+    path = env.project / ".uplink.yaml"
+    path.write_text("rules:\n  - name: sts\n    hosts: ['sts\\.amazonaws\\.com']\n"
+                    "    aws_allow_credential_actions: [GetSessionToken]\n")
+    r = dry_run(env, check=5)
+    assert (f"{path}:2: rule 'sts' has the proxy re-sign with your real AWS keys (--aws-profiles) "
+            "requests that hand the agent AWS credentials: GetSessionToken") in r.stderr, r.stderr
+    assert f"uplink trust {path}" in r.stderr and r.stdout == ""
+    path.write_text("rules:\n  - name: s3\n    hosts: ['.*\\.s3\\.amazonaws\\.com']\n")
+    r = dry_run(env, check=5)
+    assert f"{path}:2: rule 's3' has the proxy re-sign the agent's AWS requests" in r.stderr
+    assert client(env, "trust").returncode == 0
+    doc = json.loads(rules_json(json.loads(dry_run(env).stdout)["items"]))
+    assert [x["name"] for x in doc["rules"] if x.get("aws_sign")] == ["s3"]
