@@ -133,9 +133,10 @@ def unsafe_path(path):
 
 
 def method_overrides(headers):
-    """The values of the method-override headers among (name, value) pairs."""
+    """The values of the method-override headers among (name, value) pairs, '_' for '-'
+    too (CGI-style servers read X_HTTP_Method_Override as HTTP_X_HTTP_METHOD_OVERRIDE)."""
     names = set(METHOD_OVERRIDE_HEADERS)
-    return [v for n, v in headers if n.translate(_ASCII_LOWER) in names]
+    return [v for n, v in headers if n.translate(_ASCII_LOWER).replace("_", "-") in names]
 
 
 # decision: allow | deny | l4; rule: the Rule or None; stage: connect | request
@@ -1397,7 +1398,7 @@ class UplinkFilter:
         self._poll()
         req = flow.request
         host, method = normalize_host(req.host), raw_method(req)
-        overrides = [v for n in METHOD_OVERRIDE_HEADERS for v in req.headers.get_all(n)]
+        overrides = method_overrides(req.headers.items(multi=True))
         rule, status, reason = self._decide(flow, method, host, overrides)
         if rule is None:
             self._deny(flow, method, host, reason, status)

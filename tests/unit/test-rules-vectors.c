@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <ctype.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,6 +45,18 @@ static const char *const decisions[] = {
 	[UP_DECISION_L4] = "l4",
 };
 
+/* Header names equal as the addon compares them: ASCII case aside, '_' for '-'. */
+static bool same_name(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char x = *a == '_' ? '-' : (char)tolower((unsigned char)*a);
+		char y = *b == '_' ? '-' : (char)tolower((unsigned char)*b);
+		if (x != y)
+			return false;
+	}
+	return !*a && !*b;
+}
+
 /* The values of the method-override headers among the case's [name, value] pairs. */
 static void collect_overrides(const json_t *headers, const char **out, size_t cap)
 {
@@ -55,7 +68,7 @@ static void collect_overrides(const json_t *headers, const char **out, size_t ca
 	json_array_foreach (headers, i, h) {
 		const char *name = json_string_value(json_array_get(h, 0));
 		for (size_t j = 0; name && j < sizeof(names) / sizeof(names[0]) && n + 1 < cap; j++)
-			if (!strcasecmp(name, names[j]))
+			if (same_name(name, names[j]))
 				out[n++] = json_string_value(json_array_get(h, 1));
 	}
 	out[n] = NULL;
