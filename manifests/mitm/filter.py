@@ -1402,9 +1402,7 @@ class UplinkFilter:
         rule, status, reason = self._decide(flow, method, host, overrides)
         if rule is None:
             self._deny(flow, method, host, reason, status)
-            if _has_body(req) and not answer_before_body(flow):
-                oplog("warn", "could not answer a denied request before its body; "
-                              "mitmproxy reads the body first")
+            self._answer_now(flow)
             return
         meta = {"rule": rule.name, "layer": rule.layer, "decision": "allow", "injected": []}
         flow.metadata[META] = meta
@@ -1412,6 +1410,7 @@ class UplinkFilter:
                       for m in [method, *overrides])
         plan = None if reflect else self._aws_plan(flow, host, rule)  # TRACE would echo it
         if flow.response is not None:  # a dummy-signed request this rule does not re-sign
+            self._answer_now(flow)
             return
         if plan is not None:
             meta["decision"], meta["sign"] = "resign", plan
@@ -1421,6 +1420,7 @@ class UplinkFilter:
             if plan["s3"]:
                 self._sign(flow, plan)
                 if flow.response is not None:
+                    self._answer_now(flow)
                     return
             else:  # the signature covers the body hash: buffer until the body is complete
                 req.stream = False
@@ -1458,9 +1458,17 @@ class UplinkFilter:
                       "send the path in its plain form")
         return rule, status, reason
 
+    @staticmethod
+    def _answer_now(flow):
+        """The response set at requestheaders goes out before the body, with no 100 Continue
+        first (mitmproxy would send it for an Expect header)."""
+        flow.request.headers.pop("expect", None)
+        if _has_body(flow.request) and not answer_before_body(flow):
+            oplog("warn", "could not answer a denied request before its body; "
+                          "mitmproxy reads the body first")
+
     def _deny(self, flow, method, host, reason, status=403):
-        """Answers the request with the JSON refusal and writes its audit line. The Expect
-        header goes: mitmproxy would otherwise send 100 Continue first."""
+        """Answers the request with the JSON refusal and writes its audit line."""
         req = flow.request
         flow.metadata[META] = {"logged": True}
         req.headers.pop("expect", None)

@@ -1,6 +1,7 @@
 """Attacks on the merged request checks (issue 13's fixes written apart, then combined),
 sent as an agent would through the real mitmdump + addon to the echo upstream: HTTP/2
-pseudo-headers the HTTP/1 parser never admits, AWS re-signing over plain HTTP."""
+pseudo-headers the HTTP/1 parser never admits, AWS re-signing over plain HTTP, a re-signing
+refusal answered only after the body it refuses."""
 
 import socket
 import ssl
@@ -11,7 +12,8 @@ import h2.connection
 import h2.events
 import pytest
 
-from addon_support import AWS_DUMMY_TOKEN, Proxy, send, tunnel
+from addon_support import (AWS_DUMMY, AWS_DUMMY_TOKEN, Proxy, _read_body, _read_head, send,
+                           tls_client, tunnel)
 
 HOST = "api.example.com"
 SECRET = "Bearer uplink-sentinel-review"
@@ -93,14 +95,18 @@ def test_http2_plain_request_still_gets_the_credential(h2proxy):
     assert [v for n, v in rec["headers"] if n.lower() == "authorization"] == [SECRET]
 
 
+def dummy_sigv4(akid, service):
+    return [("Authorization", f"AWS4-HMAC-SHA256 Credential={akid}/20200101/us-east-1/"
+                              f"{service}/aws4_request, SignedHeaders=host;x-amz-date, "
+                              "Signature=" + "0" * 64), ("X-Amz-Date", "20200101T000000Z")]
+
+
 def test_aws_request_over_plain_http_is_not_resigned(proxy):
     """An absolute-form http:// request to an AWS host an aws_sign rule names: re-signed,
     the real signature and session token would travel in clear."""
     rules = [{"name": "sts", "layer": "user", "hosts": ["sts\\.amazonaws\\.com"],
               "aws_sign": True}]
-    dummy = [("Authorization", f"AWS4-HMAC-SHA256 Credential={AWS_DUMMY_TOKEN}/20200101/"
-                               "us-east-1/sts/aws4_request, SignedHeaders=host;x-amz-date, "
-                               "Signature=" + "0" * 64), ("X-Amz-Date", "20200101T000000Z")]
+    dummy = dummy_sigv4(AWS_DUMMY_TOKEN, "sts")
     tid = uuid.uuid4().hex
     with proxy.lock:
         proxy.set_rules(rules)
@@ -119,3 +125,27 @@ def test_aws_request_over_plain_http_is_not_resigned(proxy):
                    "/?Action=GetCallerIdentity&Version=2011-06-15",
                    headers=dummy + [("X-Test-Id", tid)], trust=proxy.pki.mitm_ca)
     assert res.status == 200 and len(proxy.echo.find(tid)) == 1
+
+
+def test_resign_refusal_is_answered_before_the_body(proxy):
+    """A dummy-signed upload under a rule that does not re-sign is refused: with Expect:
+    100-continue the client gets the 403 at once, not 100 Continue and a wait for 10 MB."""
+    host = "my-bucket.s3.amazonaws.com"
+    tid = uuid.uuid4().hex
+    lines = [f"PUT /big.bin HTTP/1.1", f"Host: {host}", "Expect: 100-continue",
+             "Content-Length: 10000000", f"X-Test-Id: {tid}"]
+    lines += [f"{n}: {v}" for n, v in dummy_sigv4(AWS_DUMMY, "s3")]
+    with proxy.lock:
+        proxy.set_rules([{"name": "s3-plain", "layer": "user",
+                          "hosts": ["my-bucket\\.s3\\.amazonaws\\.com", "other\\.example"]}])
+        _, _, _, sock = tunnel(proxy.port, host, 443)
+        conn = tls_client(proxy.pki.mitm_ca, sock, host)
+        try:
+            conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            status, headers, rest = _read_head(conn)  # the body is never sent
+            body = _read_body(conn, headers, rest, "PUT")
+        finally:
+            conn.close()
+    assert status == 403, (status, body)
+    assert "does not re-sign AWS requests" in body.decode()
+    assert proxy.echo.find(tid) == []
