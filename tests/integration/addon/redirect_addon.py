@@ -11,7 +11,8 @@ that a refused CONNECT never got as far as a name look-up.
 
 It also stands in for DNS: ``socket.getaddrinfo`` (which the uplink addon's look-up
 uses, through the event loop) answers a name with the addresses given in
-``uplinktest_resolve`` (``NAME=IP[+IP...],...``) or, for any other name, with an address
+``uplinktest_resolve`` (``NAME=IP[+IP...],...``; ``NAME=A/B`` answers A to the first
+look-up and B to every later one, a rebinding name) or, for any other name, with an address
 of its own from 10.77.0.0/16 (one per name, private, so the uplink addon lets it
 through) -- only with a default target in ``uplinktest_redirect``, so that no
 connection ever goes to a made-up address. The connect log and the per-name overrides
@@ -43,7 +44,12 @@ def _fake_getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
     if not isinstance(host, str) or _literal(host) or host == "localhost":
         return _getaddrinfo(host, port, family, type, proto, flags)
     name = host.lower()
-    ips = _state["resolve"].get(name)
+    answers = _state["resolve"].get(name)
+    ips = None
+    if answers is not None:
+        ips = answers[0].split("+")
+        if len(answers) > 1:
+            del answers[0]  # a rebinding name: the next answer from now on
     if ips is None:
         ips = _state["fake"].get(name)
         if ips is None:
@@ -84,7 +90,7 @@ class Redirect:
         _state["target"] = addr(default) if default else None
         _state["names"] = dict((n, addr(a)) for n, _, a in (x.partition("=") for x in names))
         _state["log"] = ctx.options.uplinktest_connect_log
-        _state["resolve"] = {n.lower(): ips.split("+") for n, _, ips in
+        _state["resolve"] = {n.lower(): ips.split("/") for n, _, ips in
                              (x.partition("=") for x in ctx.options.uplinktest_resolve.split(",")
                               if x)}
         asyncio.open_connection = _redirected

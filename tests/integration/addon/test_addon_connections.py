@@ -25,7 +25,8 @@ SPECIAL = {
     "service.uplink.test": "10.43.0.1",
 }
 RESOLVE = [f"{n}={ip}" for n, ip in SPECIAL.items()] + [
-    "mixed.uplink.test=127.0.0.1+10.9.9.9", "named.uplink.test=169.254.169.253"]
+    "mixed.uplink.test=127.0.0.1+10.9.9.9", "named.uplink.test=169.254.169.253",
+    "rebind.uplink.test=10.9.9.8/127.0.0.1"]
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +116,22 @@ def test_l4_relay_to_a_special_address_is_refused_and_logged(conn):
     lines = _new_audit(conn, before)
     assert [(a["decision"], a["status"]) for a in lines] == [("l4", 200), ("deny", 502)]
     assert "uplink refuses to connect" in lines[1]["reason"]
+
+
+def test_a_name_rebound_to_loopback_between_connections_is_not_reached(conn):
+    """DNS rebinding across connections: the name answers a private address first (reached),
+    then loopback; each new connection checks its own answer."""
+    conn.set_rules([CATCH_ALL])
+    first = send(conn.port, "https", "rebind.uplink.test", 443, "GET", "/1",
+                 trust=conn.pki.mitm_ca)
+    assert first.status == 200 and len(_connected_to(conn, "rebind.uplink.test")) == 1
+    before = len(conn.mitm.audit())
+    second = send(conn.port, "https", "rebind.uplink.test", 443, "GET", "/2",
+                  trust=conn.pki.mitm_ca)
+    assert second.status == 502, second
+    assert len(_connected_to(conn, "rebind.uplink.test")) == 1, "connected after rebinding"
+    (line,) = _new_audit(conn, before)
+    assert line["decision"] == "deny" and "refuses to connect to 127.0.0.1," in line["reason"]
 
 
 def test_connection_reuse_survives_the_pinned_address(conn):
