@@ -235,11 +235,12 @@ static json_t *check_result(struct rules_call *c)
 			(json_int_t)c->port, "path", c->path, "rules",
 			(json_int_t)up_ruleset_count(c->rs));
 	if (res && r)
-		(void)json_object_set_new(res, "rule",
-					  json_pack("{s:s, s:s, s:s, s:o, s:b}", "name", r->name,
-						    "layer", up_rule_layer_name(r->layer), "source",
-						    r->source, "headers", names, "aws_sign",
-						    d == UP_DECISION_ALLOW && up_rule_aws_sign(r)));
+		(void)json_object_set_new(
+			res, "rule",
+			json_pack("{s:s, s:s, s:s, s:o, s:b}", "name", r->name, "layer",
+				  up_rule_layer_name(r->layer), "source", r->source, "headers",
+				  names, "aws_sign",
+				  d == UP_DECISION_ALLOW && c->https && up_rule_aws_sign(r)));
 	else
 		json_decref(names);
 	/* a denied https request is refused at CONNECT when no rule could take the host */

@@ -317,3 +317,8 @@ def test_check_says_which_rules_resign_aws(rules_daemon):
                             "https://abc.execute-api.us-east-1.amazonaws.com/prod/")
     out = json.loads(r.stdout)
     assert out["rule"]["layer"] == "generic" and out["rule"]["aws_sign"] is False
+    # over plain http the proxy re-signs nothing (the signature and token would go in clear)
+    r = rules_daemon.client("rules", "check", "--rules", aws, "--json", "POST",
+                            "http://sts.amazonaws.com/")
+    out = json.loads(r.stdout)
+    assert out["rule"]["name"] == "aws-sts" and out["rule"]["aws_sign"] is False
