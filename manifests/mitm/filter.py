@@ -517,7 +517,8 @@ def aws_actions(method, host, path, headers, body):
         targets = [v for k, v in headers if k.lower() == "x-amz-target"]
     found += [t.rsplit(".", 1)[-1].strip() for t in targets]
     service, _ = aws_service_region(host)
-    norm = _remove_dot_segments(unquote(raw_path)).rstrip("/") or "/"
+    # as a lenient router reads it: dot segments gone, repeated slashes one
+    norm = re.sub("//+", "/", _remove_dot_segments(unquote(raw_path))).rstrip("/") or "/"
     for svc, verb, rx, action in _AWS_REST_ACTIONS:
         if svc == service and verb in (None, method.upper()) and rx.fullmatch(norm):
             found.append(action)

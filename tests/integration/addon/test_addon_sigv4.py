@@ -357,6 +357,8 @@ def test_other_credential_apis_refused(proxy):
               [("X-Amz-Target", "AWSCognitoIdentityService.GetOpenIdToken")], b"{}"),
              ("POST", "codeartifact.eu-west-1.amazonaws.com",
               "/v1/authorization-token?domain=d&domain-owner=1", [], b""),
+             ("POST", "codeartifact.eu-west-1.amazonaws.com",
+              "//v1//authorization-token/?domain=d&domain-owner=1", [], b""),
              ("POST", "api.ecr.eu-west-1.amazonaws.com", "/",
               [("X-Amz-Target", "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken")],
               b"{}")]
