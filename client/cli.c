@@ -109,11 +109,41 @@ int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, js
 	return 0;
 }
 
+/* "  --name VALUE   its help", continuation lines under the help. */
+static void option_help(const struct up_command *cmd, const struct up_option *o, FILE *f)
+{
+	char label[96], letter[5] = {'-', o->short_name, ',', ' ', '\0'};
+
+	if (o->label)
+		(void)snprintf(label, sizeof(label), "%s", o->label);
+	else
+		(void)snprintf(label, sizeof(label), "%s--%s%s%s", o->short_name ? letter : "",
+			       o->name, o->value ? " " : "", o->value ? o->value : "");
+	fprintf(f, "  %-*s", cmd->help_width, label);
+	for (const char *s = o->help; *s;) {
+		size_t n = strcspn(s, "\n");
+		fprintf(f, "%.*s\n", (int)n, s);
+		s += n;
+		if (*s == '\n' && *++s)
+			fprintf(f, "  %*s", cmd->help_width, "");
+	}
+}
+
 void up_cli_command_help(const struct up_command *cmd, FILE *f)
 {
+	bool listed = false;
+
 	fprintf(f, "Usage: uplink %s %s\n\n%s\n", cmd->pattern, cmd->usage, cmd->summary);
-	if (cmd->help && *cmd->help)
-		fprintf(f, "\n%s", cmd->help);
+	for (const struct up_option *o = cmd->options; o && o->name; o++)
+		listed = listed || o->help;
+	if (listed || (cmd->help && *cmd->help) || (cmd->help_after && *cmd->help_after))
+		fprintf(f, "\n%s", cmd->help ? cmd->help : "");
+	if (listed)
+		fprintf(f, "Options:\n");
+	for (const struct up_option *o = cmd->options; o && o->name; o++)
+		if (o->help)
+			option_help(cmd, o, f);
+	fprintf(f, "%s", cmd->help_after ? cmd->help_after : "");
 }
 
 int up_cli_usage_error(const struct up_command *cmd, const char *fmt, ...)

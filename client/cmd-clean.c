@@ -6,7 +6,6 @@
  * foreign namespaces. Messages go to stderr, the question to stdout, as in 0.4.1.
  */
 #include <ctype.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,42 +27,20 @@ struct clean_opts {
 	json_t *ids;
 };
 
-/* 0, 1 for --help, or an exit code. */
-static int parse_clean(const struct up_command *cmd, int argc, char **argv, struct clean_opts *o)
+/* 0 or an exit code. */
+static int parse_clean(const struct up_args *a, struct clean_opts *o)
 {
-	static const struct option opts[] = {
-		{"all", no_argument, NULL, 'a'},
-		{"older-than", required_argument, NULL, 'o'},
-		{"yes", no_argument, NULL, 'y'},
-		{"wait", no_argument, NULL, 'w'},
-		{"deploy-context", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
 	char err[256];
 	uint64_t secs;
-	int c, n;
+	int n;
 
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "yh", opts, NULL)) != -1) {
-		if (c == 'a')
-			o->all = true;
-		else if (c == 'o')
-			o->older_than = optarg;
-		else if (c == 'y')
-			o->yes = true;
-		else if (c == 'w')
-			o->wait = true;
-		else if (c == 'c')
-			o->context = optarg;
-		else if (c == 'h')
-			return up_cli_command_help(cmd, stdout), 1;
-		else
-			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	}
-	for (; optind < argc; optind++)
-		(void)json_array_append_new(o->ids, json_string(argv[optind]));
+	o->all = up_args_flag(a, "all");
+	o->older_than = up_args_value(a, "older-than");
+	o->yes = up_args_flag(a, "yes");
+	o->wait = up_args_flag(a, "wait");
+	o->context = up_args_value(a, "deploy-context");
+	for (int i = 0; i < a->argc; i++)
+		(void)json_array_append_new(o->ids, json_string(a->argv[i]));
 	if (o->older_than && up_duration_parse(o->older_than, &secs, err, sizeof(err)) < 0)
 		return clean_error(err);
 	n = (json_array_size(o->ids) > 0) + (o->older_than != NULL) + o->all;
@@ -187,15 +164,14 @@ static int do_clean(struct up_cli *cli, const struct clean_opts *o)
 	return r;
 }
 
-int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	struct clean_opts o = {.ids = json_array()};
-	int r = parse_clean(cmd, argc, argv, &o);
+	int r = parse_clean(a, &o);
 
+	(void)cmd;
 	if (r == 0)
 		r = do_clean(cli, &o);
-	else if (r == 1)
-		r = UP_EXIT_OK;
 	json_decref(o.ids);
 	return r;
 }

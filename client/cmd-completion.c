@@ -91,18 +91,18 @@ static int print_script(const struct up_command *cmd, const struct shell *sh)
 	return r < 0 ? UP_EXIT_FAILED : UP_EXIT_OK;
 }
 
-int up_cmd_completion(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_completion(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
+	const char *words = up_args_value(a, "words");
+
 	(void)cli;
-	if (argc == 2 && (streq(argv[1], "-h") || streq(argv[1], "--help")))
-		return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
-	if (argc == 3 && streq(argv[1], "--words"))
-		return print_words(cmd, argv[2]);
-	if (argc != 2)
+	if (words && a->argc == 0 && a->n_hits == 1)
+		return print_words(cmd, words);
+	if (a->argc != 1 || a->n_hits > 0)
 		return up_cli_usage_error(cmd, "give one shell: bash, zsh or fish");
 	for (const struct shell *sh = shells; sh->name; sh++)
-		if (streq(argv[1], sh->name))
+		if (streq(a->argv[0], sh->name))
 			return print_script(cmd, sh);
 	return up_cli_usage_error(cmd, "unknown shell '%s'; bash, zsh and fish are supported",
-				  argv[1]);
+				  a->argv[0]);
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* uplink config show */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,27 +82,15 @@ static int print_trust(const json_t *r, int json)
 	return UP_EXIT_UNTRUSTED;
 }
 
-int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
+	bool json = up_args_flag(a, "json");
 	char cwd[PATH_MAX];
 	json_t *result = NULL;
-	int json = 0, c, r;
+	int r;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h': up_cli_command_help(cmd, stdout); return UP_EXIT_OK;
-		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (a->argc > 0)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
 	if (!getcwd(cwd, sizeof(cwd))) {
 		fprintf(stderr,
 			"uplink config show: cannot tell the current folder: %s; cd into an "

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* uplink doctor */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,33 +41,17 @@ static void print_checks(const json_t *result)
 	}
 }
 
-int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"deploy-context", required_argument, NULL, 'c'},
-		{"kubeconfig", required_argument, NULL, 'k'},
-		{"agent-runtime-class", required_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	const char *context = NULL, *kubeconfig = NULL, *runtime_class = NULL;
+	const char *context = up_args_value(a, "deploy-context");
+	const char *kubeconfig = up_args_value(a, "kubeconfig");
+	const char *runtime_class = up_args_value(a, "agent-runtime-class");
+	bool json = up_args_flag(a, "json");
 	json_t *result = NULL;
-	int json = 0, c, r;
+	int r;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'c': context = optarg; break;
-		case 'k': kubeconfig = optarg; break;
-		case 'r': runtime_class = optarg; break;
-		case 'h': up_cli_command_help(cmd, stdout); return UP_EXIT_OK;
-		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (a->argc > 0)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
 	r = up_cli_call(cli, "doctor.run",
 			json_pack("{s:s?, s:s?, s:s?, s:s}", "deploy_context", context,
 				  "kubeconfig", kubeconfig, "runtime_class", runtime_class,

@@ -4,7 +4,6 @@
  * host, path, rule), coloured by decision on a terminal; --json prints the lines as
  * the proxy wrote them. The daemon sends them as audit.event notifications.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,43 +72,23 @@ static void on_event(const char *method, json_t *params, void *ud)
 	fflush(stdout);
 }
 
-int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	static const struct option opts[] = {
-		{"follow", no_argument, NULL, 'f'},
-		{"denied", no_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
 	const char *nc = getenv("NO_COLOR");
-	struct logs_state st = {.color = isatty(STDOUT_FILENO) && !(nc && *nc)};
+	struct logs_state st = {.color = isatty(STDOUT_FILENO) && !(nc && *nc),
+				.json = up_args_flag(a, "json")};
 	struct up_rpc_error err = {0};
-	bool follow = false, denied = false;
+	bool follow = up_args_flag(a, "follow"), denied = up_args_flag(a, "denied");
 	json_t *res = NULL;
-	int c, r;
+	int r;
 
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
-		if (c == 'f')
-			follow = true;
-		else if (c == 'd')
-			denied = true;
-		else if (c == 'j')
-			st.json = true;
-		else if (c == 'h')
-			return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
-		else
-			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	}
-	if (optind != argc - 1)
+	if (a->argc != 1)
 		return up_cli_usage_error(cmd, "name one session (uplink list --all shows them)");
 	r = up_cli_connect(cli);
 	if (r != 0)
 		return r;
 	r = up_rpc_client_call(cli->rpc, "session.logs",
-			       json_pack("{s:s, s:b, s:b}", "id", argv[optind], "follow", follow,
+			       json_pack("{s:s, s:b, s:b}", "id", a->argv[0], "follow", follow,
 					 "denied_only", denied),
 			       follow ? -1 : UP_CLIENT_TIMEOUT_MS, on_event, &st, &res, &err);
 	if (r != 0)

@@ -6,7 +6,6 @@
  * that lint and run can never disagree.
  */
 #include <ctype.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,69 +20,21 @@ struct rules_opts {
 	bool no_defaults, allow_exec, json, show_secrets;
 };
 
-enum {
-	OPT_RULES = 1,
-	OPT_NO_DEFAULTS,
-	OPT_ALLOW_EXEC,
-	OPT_JSON,
-	OPT_SHOW_SECRETS,
-	OPT_KUBE_CONTEXT,
-	OPT_KUBECONFIG,
-	OPT_HELP
-};
-
-static const struct option rules_options[] = {
-	{"rules", required_argument, NULL, OPT_RULES},
-	{"no-default-rules", no_argument, NULL, OPT_NO_DEFAULTS},
-	{"allow-exec", no_argument, NULL, OPT_ALLOW_EXEC},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
-	{"kube-context", required_argument, NULL, OPT_KUBE_CONTEXT},
-	{"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-	{"help", no_argument, NULL, OPT_HELP},
-	{0},
-};
-
-/* Whether `word` is one of the space-separated words of `list`. */
-static bool word_in(const char *list, const char *word)
+/* The options of the three commands (each declares its own in main.c). */
+static void read_opts(const struct up_args *a, struct rules_opts *o)
 {
-	size_t n = strlen(word);
+	const char *v;
+	size_t i = 0;
 
-	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
-/* Parses options; returns -1 to go on, else an exit code. `allowed` lists the options the command
- * takes. */
-static int parse_opts(const struct up_command *cmd, int argc, char **argv, const char *allowed,
-		      struct rules_opts *o)
-{
-	int c, idx;
-
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", rules_options, &idx)) != -1) {
-		if (c == 'h' || c == OPT_HELP) {
-			up_cli_command_help(cmd, stdout);
-			return UP_EXIT_OK;
-		}
-		if (c == '?' || !word_in(allowed, rules_options[idx].name))
-			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		switch (c) {
-		case OPT_RULES: (void)json_array_append_new(o->rules, json_string(optarg)); break;
-		case OPT_NO_DEFAULTS: o->no_defaults = true; break;
-		case OPT_ALLOW_EXEC: o->allow_exec = true; break;
-		case OPT_JSON: o->json = true; break;
-		case OPT_SHOW_SECRETS: o->show_secrets = true; break;
-		case OPT_KUBE_CONTEXT:
-			(void)json_array_append_new(o->kube_context, json_string(optarg));
-			break;
-		case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
-		default: break;
-		}
-	}
-	return -1;
+	while ((v = up_args_next(a, "rules", &i)))
+		(void)json_array_append_new(o->rules, json_string(v));
+	for (i = 0; o->kube_context && (v = up_args_next(a, "kube-context", &i));)
+		(void)json_array_append_new(o->kube_context, json_string(v));
+	o->kubeconfig = up_args_value(a, "kubeconfig");
+	o->no_defaults = up_args_flag(a, "no-default-rules");
+	o->allow_exec = up_args_flag(a, "allow-exec");
+	o->json = up_args_flag(a, "json");
+	o->show_secrets = up_args_flag(a, "show-secrets");
 }
 
 static json_t *base_params(const struct rules_opts *o, const char *agent, const char *mode)
@@ -192,29 +143,25 @@ static void print_check(const char *method, const json_t *res)
 	printf("\n");
 }
 
-int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	struct rules_opts o = {.rules = json_array(), .kube_context = json_array()};
 	const char *agent = NULL, *mode = NULL, *method, *url;
 	json_t *res = NULL, *p;
-	int r, n;
+	int r, n = a->argc;
 
-	r = parse_opts(cmd, argc, argv,
-		       "rules no-default-rules allow-exec json kube-context kubeconfig", &o);
-	n = argc - optind;
-	if (r < 0 && n != 2 && n != 3 && n != 4)
-		r = up_cli_usage_error(cmd, "expected [AGENT [MODE]] METHOD URL");
-	if (r >= 0) {
+	if (n != 2 && n != 3 && n != 4) {
 		json_decref(o.rules);
 		json_decref(o.kube_context);
-		return r;
+		return up_cli_usage_error(cmd, "expected [AGENT [MODE]] METHOD URL");
 	}
+	read_opts(a, &o);
 	if (n >= 3)
-		agent = argv[optind];
+		agent = a->argv[0];
 	if (n == 4)
-		mode = argv[optind + 1];
-	method = argv[argc - 2];
-	url = argv[argc - 1];
+		mode = a->argv[1];
+	method = a->argv[n - 2];
+	url = a->argv[n - 1];
 	p = base_params(&o, agent, mode);
 	json_decref(o.rules);
 	(void)json_object_set_new(p, "method", json_string(method));
@@ -239,21 +186,18 @@ int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, int arg
 	return r;
 }
 
-int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	struct rules_opts o = {.rules = json_array()};
 	json_t *res = NULL, *p;
-	int r, n;
+	int r, n = a->argc;
 
-	r = parse_opts(cmd, argc, argv, "rules no-default-rules allow-exec show-secrets", &o);
-	n = argc - optind;
-	if (r < 0 && n > 2)
-		r = up_cli_usage_error(cmd, "expected at most AGENT MODE");
-	if (r >= 0) {
+	if (n > 2) {
 		json_decref(o.rules);
-		return r;
+		return up_cli_usage_error(cmd, "expected at most AGENT MODE");
 	}
-	p = base_params(&o, n >= 1 ? argv[optind] : NULL, n == 2 ? argv[optind + 1] : NULL);
+	read_opts(a, &o);
+	p = base_params(&o, n >= 1 ? a->argv[0] : NULL, n == 2 ? a->argv[1] : NULL);
 	json_decref(o.rules);
 	(void)json_object_set_new(p, "show_secrets", json_boolean(o.show_secrets));
 	r = call(cli, "rules.render", p, &res);
@@ -264,31 +208,26 @@ int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, int ar
 	return UP_EXIT_OK;
 }
 
-int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	struct rules_opts o = {.rules = json_array()};
-	json_t *res = NULL, *files = json_array(), *f, *pr;
+	bool json = up_args_flag(a, "json");
+	json_t *res = NULL, *files, *f, *pr;
 	char cwd[PATH_MAX];
 	size_t i, j;
 	int r;
 
-	r = parse_opts(cmd, argc, argv, "json", &o);
-	json_decref(o.rules);
-	if (r < 0 && optind >= argc)
-		r = up_cli_usage_error(cmd, "expected at least one FILE");
-	if (r >= 0) {
-		json_decref(files);
-		return r;
-	}
-	for (int k = optind; k < argc; k++)
-		(void)json_array_append_new(files, json_string(argv[k]));
+	if (a->argc < 1)
+		return up_cli_usage_error(cmd, "expected at least one FILE");
+	files = json_array();
+	for (int k = 0; k < a->argc; k++)
+		(void)json_array_append_new(files, json_string(a->argv[k]));
 	r = up_cli_call(cli, "rules.lint",
 			json_pack("{s:o, s:s}", "files", files, "cwd",
 				  getcwd(cwd, sizeof(cwd)) ? cwd : "/"),
 			&res);
 	if (r != 0)
 		return r;
-	if (o.json)
+	if (json)
 		up_print_json(res);
 	else
 		json_array_foreach (json_object_get(res, "files"), i, f) {

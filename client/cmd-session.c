@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* uplink run, attach, list, stop */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,66 +13,39 @@
 #include "bounds.h"
 #include "client.h"
 #include "protocol.h"
+#include "session-options.h"
 #include "yaml-json.h"
 
-/* FLAG_LIST: repeatable, host paths made absolute; FLAG_WORDS: repeatable, as given;
- * FLAG_SPLIT: repeatable, each value split on spaces and commas; FLAG_PATH: one host path
- * made absolute. */
+/* How a flag of `uplink run` fills session.start's params (the types of session-options.h). */
 enum flag_kind {
 	FLAG_STRING,
+	FLAG_DURATION, /* a string the daemon parses */
 	FLAG_BOOL,
-	FLAG_LIST,
-	FLAG_WORDS,
-	FLAG_SPLIT,
-	FLAG_PATH,
-	FLAG_MODE,
-	FLAG_LOCAL
+	FLAG_PATHS, /* repeatable, host paths made absolute */
+	FLAG_WORDS, /* repeatable, as given */
+	FLAG_SPLIT, /* repeatable, each value split on spaces and commas */
+	FLAG_PATH,  /* one host path made absolute */
+	FLAG_MODE,  /* sets "mode" to its param */
+	FLAG_LOCAL, /* the client's own */
 };
 
-/* `uplink run` flags: name, the session.start parameter it sets, and how. */
+/* up_run_options[i] sets run_flags[i].param so. */
 static const struct run_flag {
-	const char *name;
 	const char *param;
 	enum flag_kind kind;
 } run_flags[] = {
-	{"anthropic", "anthropic", FLAG_MODE},
-	{"bedrock", "bedrock", FLAG_MODE},
-	{"mode", "mode", FLAG_STRING},
-	{"rules", "rules", FLAG_LIST},
-	{"no-default-rules", "no_default_rules", FLAG_BOOL},
-	{"allow-exec", "allow_exec", FLAG_BOOL},
-	{"force-rebuild", "force_rebuild", FLAG_BOOL},
-	{"deploy-context", "deploy_context", FLAG_STRING},
-	{"agent-runtime-class", "agent_runtime_class", FLAG_STRING},
-	{"mitm-runtime-class", "mitm_runtime_class", FLAG_STRING},
-	{"mitmproxy-image", "mitmproxy_image", FLAG_STRING},
-	{"registry-image", "registry_image", FLAG_STRING},
-	{"image", "image", FLAG_STRING},
-	{"registry", "registry", FLAG_STRING},
-	{"ttl", "ttl", FLAG_STRING},
-	{"idle-timeout", "idle_timeout", FLAG_STRING},
-	{"allow-dns", "allow_dns", FLAG_BOOL},
-	{"debug", "debug", FLAG_BOOL},
-	{"dry-run", "dry_run", FLAG_BOOL},
-	{"show-secrets", "show_secrets", FLAG_BOOL},
-	{"add-dir", "add_dir", FLAG_LIST},
-	{"mount-rw", "mount_rw", FLAG_LIST},
-	{"mount-ro", "mount_ro", FLAG_LIST},
-	{"ssh-cidr", "ssh_cidr", FLAG_WORDS},
-	{"ssh-key-dir", "ssh_key_dir", FLAG_PATH},
-	{"git-https-rewrite", "git_https_rewrite", FLAG_WORDS},
-	{"no-git-identity", "no_git_identity", FLAG_BOOL},
-	{"mitm-ca-cert", "mitm_ca_cert", FLAG_LIST},
-	{"mitm-insecure", "mitm_insecure", FLAG_BOOL},
-	{"mitm-debug", "mitm_debug", FLAG_BOOL},
-	{"expose-deploy-cluster", "expose_deploy_cluster", FLAG_BOOL},
-	{"kube-context", "kube_context", FLAG_WORDS},
-	{"kubeconfig", "kubeconfig", FLAG_PATH},
-	{"aws-profiles", "aws_profiles", FLAG_SPLIT},
-	{"detach", NULL, FLAG_LOCAL},
-	{"output", NULL, FLAG_LOCAL},
-	{"json", NULL, FLAG_LOCAL},
-	{"help", NULL, FLAG_LOCAL},
+#define XX(flag, short_name, key, type, where, value, help, label) {#key, FLAG_##type},
+	UP_SESSION_OPTIONS(XX)
+#undef XX
+};
+
+/* Rows that are no flag have the name "": the parser and the help skip them. */
+const struct up_option up_run_options[] = {
+#define XX(flag, short_name, key, type, where, value, help, label) \
+	{(where)&UP_OPT_FLAG ? flag : "", short_name, value, help, label},
+	UP_SESSION_OPTIONS(XX)
+#undef XX
+		{0},
 };
 
 struct run_state {
@@ -191,14 +163,6 @@ void up_cli_kubeconfig_default(json_t *params)
 		(void)json_object_set_new(params, "kubeconfig_default", json_string(buf));
 }
 
-static const struct run_flag *flag_named(const char *name)
-{
-	for (size_t i = 0; i < ELEMENTSOF(run_flags); i++)
-		if (!strcmp(run_flags[i].name, name))
-			return &run_flags[i];
-	return NULL;
-}
-
 /* "-a 'dev prod'" and "-a dev,prod" are two profiles, as "-a dev -a prod". */
 static void split_add(json_t *params, const char *param, const char *arg)
 {
@@ -211,67 +175,42 @@ static void split_add(json_t *params, const char *param, const char *arg)
 	}
 }
 
-static int parse_run(const struct up_command *cmd, int argc, char **argv, json_t *params,
+static void set_param(json_t *params, const struct run_flag *f, const char *v)
+{
+	if (f->kind == FLAG_STRING || f->kind == FLAG_DURATION)
+		(void)json_object_set_new(params, f->param, json_string(v));
+	else if (f->kind == FLAG_BOOL)
+		(void)json_object_set_new(params, f->param, json_true());
+	else if (f->kind == FLAG_MODE)
+		(void)json_object_set_new(params, "mode", json_string(f->param));
+	else if (f->kind == FLAG_PATHS)
+		list_add(params, f->param, up_cli_abs_path(v));
+	else if (f->kind == FLAG_WORDS)
+		list_add(params, f->param, json_string(v));
+	else if (f->kind == FLAG_SPLIT)
+		split_add(params, f->param, v);
+	else if (f->kind == FLAG_PATH)
+		(void)json_object_set_new(params, f->param, up_cli_abs_path(v));
+}
+
+/* Options may come before or after the agent's name; everything after "--" is the agent's. */
+static int parse_run(const struct up_command *cmd, const struct up_args *a, json_t *params,
 		     struct run_state *st)
 {
-	struct option opts[ELEMENTSOF(run_flags) + 1];
-	int c, idx;
-
-	for (size_t i = 0; i < ELEMENTSOF(run_flags); i++)
-		opts[i] = (struct option){run_flags[i].name,
-					  run_flags[i].kind == FLAG_STRING ||
-							  run_flags[i].kind == FLAG_LIST ||
-							  run_flags[i].kind == FLAG_WORDS ||
-							  run_flags[i].kind == FLAG_SPLIT ||
-							  run_flags[i].kind == FLAG_PATH ||
-							  !strcmp(run_flags[i].name, "output")
-						  ? required_argument
-						  : no_argument,
-					  NULL, 1000 + (int)i};
-	opts[ELEMENTSOF(run_flags)] = (struct option){0};
-	optind = 0;
-	/* Options may come before or after the agent's name; everything after "--" is the agent's.
-	 */
-	while ((c = getopt_long(argc, argv, "hdo:a:", opts, &idx)) != -1) {
-		const struct run_flag *f = c >= 1000 ? &run_flags[c - 1000] : NULL;
-		if (c == 'a')
-			f = flag_named("aws-profiles");
-		if (c == 'h' || (f && !strcmp(f->name, "help"))) {
-			up_cli_command_help(cmd, stdout);
-			return -1;
-		}
-		if (c == 'd' || (f && !strcmp(f->name, "detach")))
-			st->detach = true;
-		else if (c == 'o' || (f && !strcmp(f->name, "output")))
-			st->output = optarg;
-		else if (f && !strcmp(f->name, "json"))
-			st->json = true;
-		else if (!f)
-			return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		else if (f->kind == FLAG_STRING)
-			(void)json_object_set_new(params, f->param, json_string(optarg));
-		else if (f->kind == FLAG_BOOL)
-			(void)json_object_set_new(params, f->param, json_true());
-		else if (f->kind == FLAG_MODE)
-			(void)json_object_set_new(params, "mode", json_string(f->param));
-		else if (f->kind == FLAG_LIST)
-			list_add(params, f->param, up_cli_abs_path(optarg));
-		else if (f->kind == FLAG_WORDS)
-			list_add(params, f->param, json_string(optarg));
-		else if (f->kind == FLAG_SPLIT)
-			split_add(params, f->param, optarg);
-		else if (f->kind == FLAG_PATH)
-			(void)json_object_set_new(params, f->param, up_cli_abs_path(optarg));
-	}
+	for (size_t i = 0; i < a->n_hits; i++)
+		set_param(params, &run_flags[a->hits[i].opt - up_run_options], a->hits[i].value);
+	st->detach = up_args_flag(a, "detach");
+	st->json = up_args_flag(a, "json");
+	st->output = up_args_value(a, "output");
 	up_cli_kubeconfig_default(params);
 	if (st->output && strcmp(st->output, "json") && strcmp(st->output, "yaml"))
 		return up_cli_usage_error(cmd, "-o takes json or yaml, not '%s'", st->output);
-	if (optind >= argc)
+	if (a->argc < 1)
 		return up_cli_usage_error(cmd, "name the agent to run, e.g. uplink run claude");
-	(void)json_object_set_new(params, "agent", json_string(argv[optind++]));
+	(void)json_object_set_new(params, "agent", json_string(a->argv[0]));
 	json_t *args = json_array();
-	for (; optind < argc; optind++)
-		(void)json_array_append_new(args, json_string(argv[optind]));
+	for (int i = 1; i < a->argc; i++)
+		(void)json_array_append_new(args, json_string(a->argv[i]));
 	(void)json_object_set_new(params, "args", args);
 	return 0;
 }
@@ -298,7 +237,7 @@ static int print_dry_run(const json_t *result, const struct run_state *st)
 	return UP_EXIT_OK;
 }
 
-int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	struct run_state st = {.tty = isatty(STDERR_FILENO), .started = now_s()};
 	struct up_rpc_error err = {0};
@@ -306,10 +245,10 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, int argc, char 
 	char cwd[PATH_MAX];
 	int r;
 
-	r = parse_run(cmd, argc, argv, params, &st);
+	r = parse_run(cmd, a, params, &st);
 	if (r != 0) {
 		json_decref(params);
-		return r < 0 ? UP_EXIT_OK : r;
+		return r;
 	}
 	if (!getcwd(cwd, sizeof(cwd))) {
 		json_decref(params);
@@ -455,39 +394,6 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 	return UP_EXIT_OK;
 }
 
-static int one_id_command(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv,
-			  int (*fn)(struct up_cli *cli, const char *id))
-{
-	int r = UP_EXIT_OK;
-
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		up_cli_command_help(cmd, stdout);
-		return UP_EXIT_OK;
-	}
-	if (argc < 2)
-		return up_cli_usage_error(cmd, "name a session (uplink list shows them)");
-	for (int i = 1; i < argc; i++) {
-		int k = fn(cli, argv[i]);
-		if (k != 0)
-			r = k;
-	}
-	return r;
-}
-
-static int attach_one(struct up_cli *cli, const char *id)
-{
-	return attach_with_kubectl(cli, id);
-}
-
-int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
-{
-	if (argc > 2)
-		return up_cli_usage_error(cmd, "attach takes one session");
-	return one_id_command(cli, cmd, argc, argv, attach_one);
-}
-
-static bool stop_wait;
-
 /* Polls session.get until the session is GONE: its namespace is deleted. */
 static int wait_gone(struct up_cli *cli, const char *id)
 {
@@ -510,7 +416,16 @@ static int wait_gone(struct up_cli *cli, const char *id)
 	return UP_EXIT_FAILED;
 }
 
-static int stop_one(struct up_cli *cli, const char *id)
+int up_cmd_attach(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
+{
+	if (a->argc < 1)
+		return up_cli_usage_error(cmd, "name a session (uplink list shows them)");
+	if (a->argc > 1)
+		return up_cli_usage_error(cmd, "attach takes one session");
+	return attach_with_kubectl(cli, a->argv[0]);
+}
+
+static int stop_one(struct up_cli *cli, const char *id, bool wait)
 {
 	json_t *res = NULL;
 	int r = up_cli_call(cli, "session.stop", json_pack("{s:s}", "id", id), &res);
@@ -521,7 +436,7 @@ static int stop_one(struct up_cli *cli, const char *id)
 	(void)snprintf(sid, sizeof(sid), "%s", up_json_field(res, "id"));
 	json_decref(res);
 	printf("%s: stopping\n", sid);
-	if (!stop_wait)
+	if (!wait)
 		return UP_EXIT_OK;
 	r = wait_gone(cli, sid);
 	if (r == UP_EXIT_OK)
@@ -529,32 +444,33 @@ static int stop_one(struct up_cli *cli, const char *id)
 	return r;
 }
 
-int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+/* --wait may come anywhere among the ids. */
+int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	int n = 0;
+	bool wait = up_args_flag(a, "wait");
+	int r = UP_EXIT_OK;
 
-	/* --wait may come anywhere among the ids. */
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--wait"))
-			stop_wait = true;
-		else
-			argv[++n] = argv[i];
-	return one_id_command(cli, cmd, n + 1, argv, stop_one);
+	if (a->argc < 1)
+		return up_cli_usage_error(cmd, "name a session (uplink list shows them)");
+	for (int i = 0; i < a->argc; i++) {
+		int k = stop_one(cli, a->argv[i], wait);
+		if (k != 0)
+			r = k;
+	}
+	return r;
 }
 
-int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_extend(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	json_t *res = NULL;
 	char until[32];
 	int r;
 
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
-		return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
-	if (argc != 3)
+	if (a->argc != 2)
 		return up_cli_usage_error(
 			cmd, "give a session and a duration, e.g. uplink extend ID 2h");
 	r = up_cli_call(cli, "session.extend",
-			json_pack("{s:s, s:s}", "id", argv[1], "by", argv[2]), &res);
+			json_pack("{s:s, s:s}", "id", a->argv[0], "by", a->argv[1]), &res);
 	if (r != 0)
 		return r;
 	up_format_duration(
@@ -634,22 +550,14 @@ static int call_list(struct up_cli *cli, bool all, bool table, json_t **res)
 	return r == 0 ? 0 : up_cli_report(cli, r, &err);
 }
 
-int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_list(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	bool json = false, all = false;
+	bool json = up_args_flag(a, "json"), all = up_args_flag(a, "all");
 	json_t *res = NULL;
 	int r;
 
-	for (int a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "--json"))
-			json = true;
-		else if (!strcmp(argv[a], "--all") || !strcmp(argv[a], "-a"))
-			all = true;
-		else if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help"))
-			return up_cli_command_help(cmd, stdout), UP_EXIT_OK;
-		else
-			return up_cli_usage_error(cmd, "unknown argument '%s'", argv[a]);
-	}
+	if (a->argc > 0)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
 	r = call_list(cli, all, !json, &res);
 	if (r != 0)
 		return r;

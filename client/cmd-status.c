@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* uplink status */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,26 +46,14 @@ static void print_status(const json_t *s)
 	print_cluster(json_object_get(s, "cluster"));
 }
 
-int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
+	bool json = up_args_flag(a, "json");
 	json_t *result = NULL;
-	int json = 0, c, r;
+	int r;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h': up_cli_command_help(cmd, stdout); return UP_EXIT_OK;
-		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return up_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (a->argc > 0)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
 	r = up_cli_call(cli, "daemon.status", NULL, &result);
 	if (r != 0)
 		return r;

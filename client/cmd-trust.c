@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* uplink trust, uplink untrust: the trust store of project config files (daemon/trust.h). */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,33 +73,15 @@ static void print_list(const json_t *r)
 	}
 }
 
-/* Parses [--json] [--list] [FILE...]; the files, made absolute, into *files (NULL: none). */
-static int parse(const struct up_command *cmd, int argc, char **argv, bool allow_list, int *json,
-		 int *list, json_t **files)
+/* [--json] [--list] [FILE...]; the files, made absolute, into *files (NULL: none). */
+static int parse(const struct up_command *cmd, const struct up_args *a, bool *json, bool *list,
+		 json_t **files)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"list", no_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
 	char cwd[PATH_MAX];
-	int c;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': *json = 1; break;
-		case 'l':
-			if (!allow_list)
-				return up_cli_usage_error(cmd, "unknown option '--list'");
-			*list = 1;
-			break;
-		case 'h': up_cli_command_help(cmd, stdout); return -1;
-		default: return up_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (*list && optind < argc)
+	*json = up_args_flag(a, "json");
+	*list = up_args_flag(a, "list");
+	if (*list && a->argc > 0)
 		return up_cli_usage_error(cmd, "--list takes no FILE");
 	if (!getcwd(cwd, sizeof(cwd))) {
 		fprintf(stderr,
@@ -109,9 +90,9 @@ static int parse(const struct up_command *cmd, int argc, char **argv, bool allow
 			cmd->pattern, strerror(errno));
 		return UP_EXIT_FAILED;
 	}
-	*files = optind < argc ? json_array() : NULL;
-	for (int i = optind; i < argc; i++)
-		(void)json_array_append_new(*files, abs_path(argv[i], cwd));
+	*files = a->argc > 0 ? json_array() : NULL;
+	for (int i = 0; i < a->argc; i++)
+		(void)json_array_append_new(*files, abs_path(a->argv[i], cwd));
 	return 0;
 }
 
@@ -140,15 +121,16 @@ static void print_trust(const json_t *r)
 		print_trusted(e);
 }
 
-int up_cmd_trust(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_trust(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	char cwd[PATH_MAX];
 	json_t *files = NULL, *params;
-	int json = 0, list = 0, r;
+	bool json, list;
+	int r;
 
-	r = parse(cmd, argc, argv, true, &json, &list, &files);
+	r = parse(cmd, a, &json, &list, &files);
 	if (r != 0)
-		return r < 0 ? UP_EXIT_OK : r;
+		return r;
 	if (list)
 		return call_and_print(cli, "config.trusted", NULL, json, print_list);
 	if (files)
@@ -172,14 +154,15 @@ static void print_untrust(const json_t *r)
 			json_string_value(f));
 }
 
-int up_cmd_untrust(struct up_cli *cli, const struct up_command *cmd, int argc, char **argv)
+int up_cmd_untrust(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
 	json_t *files = NULL, *result = NULL;
-	int json = 0, list = 0, r;
+	bool json, list;
+	int r;
 
-	r = parse(cmd, argc, argv, false, &json, &list, &files);
+	r = parse(cmd, a, &json, &list, &files);
 	if (r != 0)
-		return r < 0 ? UP_EXIT_OK : r;
+		return r;
 	if (!files)
 		return up_cli_usage_error(
 			cmd, "name the files to stop trusting (uplink trust --list shows them)");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The completion model read from a command's usage and help text: an option is a "-x" or
+ * The completion model read from a command's usage and its --help text: an option is a "-x" or
  * "--word" at the start of a word; it takes a value when an upper-case placeholder (FILE,
  * SESSION) or a list of choices (json|yaml) follows it after one space; "-a, --long" and
  * "-y|--yes" share the long option's value. Positional arguments are the usage's words that
@@ -8,6 +8,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "completion.h"
@@ -178,6 +180,26 @@ static int read_positionals(struct comp_cmd *c, const char *usage)
 	return 0;
 }
 
+/* The options listed in `uplink CMD --help`, as the user reads them. */
+static int read_help(struct comp_cmd *c, const struct up_command *cmd)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	up_cli_command_help(cmd, f);
+	if (fclose(f) != 0 || !text) {
+		free(text);
+		return -ENOMEM;
+	}
+	r = read_opts(c, text);
+	free(text);
+	return r;
+}
+
 int comp_cmd_read(const struct up_command *cmd, struct comp_cmd *out)
 {
 	size_t sp = strcspn(cmd->pattern, " ");
@@ -192,7 +214,7 @@ int comp_cmd_read(const struct up_command *cmd, struct comp_cmd *out)
 		return -E2BIG;
 	r = read_opts(out, cmd->usage);
 	if (r >= 0)
-		r = read_opts(out, cmd->help);
+		r = read_help(out, cmd);
 	if (r >= 0)
 		r = read_positionals(out, cmd->usage);
 	return r;

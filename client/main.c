@@ -6,117 +6,147 @@
 #include "config.h"
 #include "protocol.h"
 
+/* Each command's options, in help order (every command also takes -h, --help). */
+static const struct up_option list_options[] = {
+	{"all", 'a', NULL, "also sessions that have ended, and foreign namespaces being deleted",
+	 "--all"},
+	{"json", 0, NULL, "print the same sessions as JSON (foreign ones have \"foreign\": true)",
+	 NULL},
+	{0},
+};
+static const struct up_option stop_options[] = {
+	{"wait", 0, NULL, "return once each namespace is gone", NULL},
+	{0},
+};
+static const struct up_option clean_options[] = {
+	{"all", 0, NULL, "every agent-uplink session namespace", NULL},
+	{"older-than", 0, "DURATION", "sessions at least this old (90s, 30m, 2h, 1d)", NULL},
+	{"yes", 'y', NULL, "do not ask before deleting", NULL},
+	{"wait", 0, NULL, "return once the namespaces are gone", NULL},
+	{"deploy-context", 0, "NAME", "the cluster to clean (default: the daemon's)", NULL},
+	{0},
+};
+static const struct up_option logs_options[] = {
+	{"follow", 'f', NULL, "keep printing new requests until the session ends", NULL},
+	{"denied", 0, NULL, "only refused requests", NULL},
+	{"json", 0, NULL, "the raw audit lines", NULL},
+	{0},
+};
+static const struct up_option status_options[] = {
+	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
+	{0},
+};
+static const struct up_option config_show_options[] = {
+	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
+	{0},
+};
+static const struct up_option trust_options[] = {
+	{"list", 0, NULL, "show the trusted files, each trusted, changed or missing now", NULL},
+	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
+	{0},
+};
+static const struct up_option untrust_options[] = {
+	{"json", 0, NULL, NULL, NULL},
+	{0},
+};
+static const struct up_option doctor_options[] = {
+	{"deploy-context", 0, "NAME",
+	 "the kubeconfig context to deploy to (default local-k8s-admin;\n"
+	 "'' for the current-context)",
+	 NULL},
+	{"kubeconfig", 0, "PATHS",
+	 "kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
+	 "~/.kube/config)",
+	 NULL},
+	{"agent-runtime-class", 0, "NAME", "the RuntimeClass agent pods use (default kata-clh)",
+	 NULL},
+	{"json", 0, NULL, "print the checks as JSON", NULL},
+	{0},
+};
+static const struct up_option rules_check_options[] = {
+	{"rules", 0, "FILE", "a rules file; repeat for more (earlier files win)", NULL},
+	{"no-default-rules", 0, NULL, "keep only kube and user rules", NULL},
+	{"allow-exec", 0, NULL, "allow {{exec:CMD}} placeholders to run", NULL},
+	{"kube-context", 0, "NAME",
+	 "add the kube rule of this kubeconfig context, as uplink run\n"
+	 "--kube-context does; repeat for more",
+	 NULL},
+	{"kubeconfig", 0, "PATHS",
+	 "kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
+	 "~/.kube/config)",
+	 NULL},
+	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
+	{0},
+};
+static const struct up_option rules_lint_options[] = {
+	{"json", 0, NULL, NULL, NULL},
+	{0},
+};
+static const struct up_option rules_render_options[] = {
+	{"rules", 0, "FILE", NULL, NULL},
+	{"no-default-rules", 0, NULL, NULL, NULL},
+	{"allow-exec", 0, NULL, NULL, NULL},
+	{"show-secrets", 0, NULL, NULL, NULL},
+	{0},
+};
+static const struct up_option completion_options[] = {
+	{"words", 0, "sessions|agents", "print the words the scripts offer, one a line", NULL},
+	{0},
+};
+
 const struct up_command up_commands[] = {
 	{"run", up_cmd_run,
 	 "Start an agent in a microVM pod behind the allow-listing proxy, and attach.",
-	 "AGENT [--anthropic|--bedrock] [OPTIONS] [-- AGENT-ARGS...]",
-	 "Options:\n"
-	 "  --anthropic, --bedrock       how the agent authenticates (default: anthropic)\n"
-	 "  --rules FILE                 add a rules file (repeatable; user layer)\n"
-	 "  --no-default-rules           keep only kube and user rules\n"
-	 "  --allow-exec                 allow {{exec:CMD}} placeholders in rules\n"
-	 "  --force-rebuild              rebuild the agent image even if it exists\n"
-	 "  --deploy-context NAME        kubeconfig context to deploy to (default "
-	 "local-k8s-admin)\n"
-	 "  --agent-runtime-class NAME   RuntimeClass of the agent pod (default kata-clh)\n"
-	 "  --mitm-runtime-class NAME    RuntimeClass of the mitm pod (default none)\n"
-	 "  --mitmproxy-image REF        the mitm pod's image (default mitmproxy/mitmproxy:12)\n"
-	 "  --registry-image REF         the in-cluster registry's image (default registry:2)\n"
-	 "  --image REF                  run this agent image; build nothing\n"
-	 "  --registry HOST:PORT         push the agent image there (default localhost:5000)\n"
-	 "  --ttl DURATION               stop the session after this long (default 24h)\n"
-	 "  --idle-timeout DURATION      stop it after this long without a client (default 4h)\n"
-	 "  --allow-dns                  let the agent resolve names (reopens a channel the\n"
-	 "                               allow-list cannot see; off by default)\n"
-	 "  --debug                      keep the agent's debug output\n"
-	 "  --add-dir DIR                mount a folder under home read-write (repeatable)\n"
-	 "  --mount-rw PATH              mount a file or folder under home read-write "
-	 "(repeatable)\n"
-	 "  --mount-ro PATH              mount a file or folder under home read-only (repeatable)\n"
-	 "  --ssh-cidr CIDR              open TCP 22 to this network; an IP is a /32 or /128\n"
-	 "                               (repeatable)\n"
-	 "  --ssh-key-dir DIR            SSH keys for the agent: the private keys stay in an\n"
-	 "                               ssh-agent pod; ~/.ssh gets the public halves, "
-	 "certificates\n"
-	 "                               and config\n"
-	 "  --git-https-rewrite HOST     rewrite git@HOST: and ssh://git@HOST/ URLs to HTTPS\n"
-	 "                               (repeatable; github.com, gitlab.com and bitbucket.org\n"
-	 "                               always are)\n"
-	 "  --no-git-identity            do not give the agent your git user.name and user.email\n"
-	 "  --mitm-ca-cert FILE          PEM CAs the proxy trusts upstream, next to the public\n"
-	 "                               roots (repeatable)\n"
-	 "  --mitm-insecure              the proxy verifies no upstream TLS certificate\n"
-	 "  --mitm-debug                 the proxy logs headers and bodies (may log secrets)\n"
-	 "  --kube-context CTX           give the agent this kubeconfig context; the proxy adds "
-	 "its\n"
-	 "                               token or client certificate (repeatable; static\n"
-	 "                               credentials and a cluster CA only)\n"
-	 "  --kubeconfig PATH            where --kube-context contexts come from (default\n"
-	 "                               $KUBECONFIG, else ~/.kube/config)\n"
-	 "  --expose-deploy-cluster      let --kube-context name the cluster the session runs in\n"
-	 "                               (the agent can then read what that context can read\n"
-	 "                               there, its own session's Secrets included)\n"
-	 "  -a, --aws-profiles PROFILE   give the agent this AWS profile through dummy keys the\n"
-	 "                               proxy re-signs with the real ones (repeatable; a value\n"
-	 "                               may list several, separated by spaces or commas)\n"
-	 "  -d, --detach                 print the session id once it runs, and exit\n"
-	 "  --json                       with --detach: print the session as JSON\n"
-	 "  --dry-run                    print the objects a run applies as a Kubernetes List "
-	 "and,\n"
-	 "                               on stderr, what it would do; only reads the cluster\n"
-	 "  -o json|yaml                 the --dry-run format (default json)\n"
-	 "  --show-secrets               with --dry-run: show Secret data instead of sizes\n"
-	 "\nDurations: 90s, 30m, 2h, 1d. Ctrl-C before the session runs cancels it (exit 130).\n"
+	 "AGENT [--anthropic|--bedrock] [OPTIONS] [-- AGENT-ARGS...]", "",
+	 "\n"
+	 "Durations: 90s, 30m, 2h, 1d. Ctrl-C before the session runs cancels it (exit 130).\n"
 	 "--dry-run: <mitm-cluster-ip> and <ssh-agent-cluster-ip> mark the Services' IPs.\n"
-	 "Exit status: the agent's own exit code once attached; 0 when detached.\n"},
+	 "Exit status: the agent's own exit code once attached; 0 when detached.\n",
+	 up_run_options, 29},
 	{"attach", up_cmd_attach, "Attach this terminal to a running session (several may attach).",
-	 "SESSION", "SESSION is the 12-hex id or the namespace name (uplink list shows them).\n"},
+	 "SESSION", "SESSION is the 12-hex id or the namespace name (uplink list shows them).\n",
+	 "", NULL, 0},
 	{"list", up_cmd_list, "List sessions.", "[--all] [--json]",
 	 "This uplinkd's sessions, and the live ones of the deploy cluster that are not its own\n"
 	 "(agent-uplink 0.4.1's, another user's), marked FOREIGN; AGENT or CWD a session lacks\n"
 	 "shows as -. Right after uplinkd starts, the list waits up to 5 s for the cluster's "
 	 "first\n"
 	 "answer; without one it shows this uplinkd's sessions as recorded, with a warning on\n"
-	 "stderr that says why.\n\n"
-	 "Options:\n  --all   also sessions that have ended, and foreign namespaces being deleted\n"
-	 "  --json  print the same sessions as JSON (foreign ones have \"foreign\": true)\n"},
+	 "stderr that says why.\n"
+	 "\n",
+	 "", list_options, 8},
 	{"stop", up_cmd_stop, "Stop sessions and delete their namespaces.", "SESSION... [--wait]",
-	 "Options:\n  --wait  return once each namespace is gone\n"},
+	 "", "", stop_options, 8},
 	{"extend", up_cmd_extend, "Push a session's deadline (--ttl) further out.",
 	 "SESSION DURATION",
-	 "DURATION is added to the deadline (or to now, if that is later): 90s, 30m, 2h, 1d.\n"},
+	 "DURATION is added to the deadline (or to now, if that is later): 90s, 30m, 2h, 1d.\n", "",
+	 NULL, 0},
 	{"clean", up_cmd_clean, "Delete session namespaces, foreign ones too (0.4.1's clean).",
 	 "[SESSION...] [--all] [--older-than DURATION] [-y|--yes] [--wait] [--deploy-context NAME]",
 	 "Give exactly one selector: SESSION ids or namespace names, --all, or --older-than.\n"
-	 "The Python tool's and other users' sessions (foreign) are included when selected.\n\n"
-	 "Options:\n"
-	 "  --all                    every agent-uplink session namespace\n"
-	 "  --older-than DURATION    sessions at least this old (90s, 30m, 2h, 1d)\n"
-	 "  -y, --yes                do not ask before deleting\n"
-	 "  --wait                   return once the namespaces are gone\n"
-	 "  --deploy-context NAME    the cluster to clean (default: the daemon's)\n"
-	 "\nLists what it will delete and asks on stdin (EOF is no). agent-uplink-system is\n"
+	 "The Python tool's and other users' sessions (foreign) are included when selected.\n"
+	 "\n",
+	 "\n"
+	 "Lists what it will delete and asks on stdin (EOF is no). agent-uplink-system is\n"
 	 "never a target. Exit status: 0 done or nothing to delete, 1 aborted or failed,\n"
-	 "2 bad selector or duration.\n"},
+	 "2 bad selector or duration.\n",
+	 clean_options, 25},
 	{"logs", up_cmd_logs, "Show a session's audit log: every request the proxy decided.",
-	 "SESSION [-f|--follow] [--denied] [--json]",
-	 "Options:\n"
-	 "  -f, --follow  keep printing new requests until the session ends\n"
-	 "  --denied      only refused requests\n"
-	 "  --json        the raw audit lines\n"
-	 "\nOne request per line: time (UTC), decision, method, host, path, rule.\n"
-	 "Works after the session ended too (the log is kept on the host).\n"},
+	 "SESSION [-f|--follow] [--denied] [--json]", "",
+	 "\n"
+	 "One request per line: time (UTC), decision, method, host, path, rule.\n"
+	 "Works after the session ended too (the log is kept on the host).\n",
+	 logs_options, 14},
 	{"status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
-	 "[--json]",
-	 "Options:\n"
-	 "  --json    print the daemon's answer as JSON\n"},
+	 "[--json]", "", "", status_options, 10},
 	{"config show", up_cmd_config_show,
 	 "Show the merged config files and where each value came from.", "[--json]",
 	 "Reads ~/.config/uplink/config.yaml ($XDG_CONFIG_HOME) and the .uplink.yaml (or\n"
 	 ".agent-uplink.yaml) files from the current folder up to home, as uplink run does:\n"
 	 "a value comes from the nearest file that sets it, lists (rules, args, kube_context)\n"
 	 "add up, and flags given to uplink run beat every file. Each value is shown with\n"
-	 "FILE:LINE, or 'default'.\n\n"
+	 "FILE:LINE, or 'default'.\n"
+	 "\n"
 	 "Keys: mode (or 0.4.1's auth_mode, anthropic: true, bedrock: true), rules (paths or\n"
 	 "inline rules), no_default_rules, allow_exec, deploy_context, agent_runtime_class,\n"
 	 "mitm_runtime_class, mitmproxy_image, registry_image, image, registry, ttl,\n"
@@ -126,10 +156,11 @@ const struct up_command up_commands[] = {
 	 "relative paths are relative to the config file's folder. A project's file (between the\n"
 	 "cwd and home: a repository can bring one) cannot set allow_exec; its placeholders and\n"
 	 "the keys that widen the agent's reach apply only once you trust it (uplink trust):\n"
-	 "each such file is listed with what it asks for and whether it is trusted.\n\n"
-	 "Options:\n"
-	 "  --json    print the daemon's answer as JSON\n"
-	 "\nExit status: 5 when a project's file needs trusting before uplink run takes it.\n"},
+	 "each such file is listed with what it asks for and whether it is trusted.\n"
+	 "\n",
+	 "\n"
+	 "Exit status: 5 when a project's file needs trusting before uplink run takes it.\n",
+	 config_show_options, 10},
 	{"trust", up_cmd_trust,
 	 "Trust a project's config file: its credentials and reach may then apply.",
 	 "[FILE...] [--list] [--json]",
@@ -142,33 +173,29 @@ const struct up_command up_commands[] = {
 	 "ssh_key_dir, ssh_cidr, aws_profiles, mitm_ca_cert, mitm_insecure, mitm_debug,\n"
 	 "allow_dns, deploy_context, agent_runtime_class, mitmproxy_image, registry_image, image,\n"
 	 "registry) make uplink run refuse until then. Plain rules (hosts, methods, paths,\n"
-	 "literal headers) and the other keys apply untrusted.\n\n"
+	 "literal headers) and the other keys apply untrusted.\n"
+	 "\n"
 	 "uplink trust records each FILE (default: the project files that apply to the current\n"
 	 "folder), and the rules files it names, by path and SHA-256 of its content, and prints\n"
 	 "what it may now have. A changed file needs trusting again. Your own\n"
 	 "~/.config/uplink/config.yaml and --rules files need no trust. The store is\n"
-	 "$XDG_STATE_HOME/uplink/trusted.json (default ~/.local/state/uplink).\n\n"
-	 "Options:\n"
-	 "  --list    show the trusted files, each trusted, changed or missing now\n"
-	 "  --json    print the daemon's answer as JSON\n\n"
-	 "To stop trusting a file: uplink untrust FILE.\n"},
+	 "$XDG_STATE_HOME/uplink/trusted.json (default ~/.local/state/uplink).\n"
+	 "\n",
+	 "\n"
+	 "To stop trusting a file: uplink untrust FILE.\n",
+	 trust_options, 10},
 	{"untrust", up_cmd_untrust, "Stop trusting a project's config file (see uplink trust).",
 	 "FILE... [--json]",
 	 "Removes each FILE from the trust store; uplink run refuses it again while it asks for\n"
-	 "what needs trust. Exit status 1 if a FILE was not trusted.\n"},
+	 "what needs trust. Exit status 1 if a FILE was not trusted.\n",
+	 "", untrust_options, 0},
 	{"doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",
-	 "[--deploy-context NAME] [--kubeconfig PATHS] [--agent-runtime-class NAME] [--json]",
-	 "Options:\n"
-	 "  --deploy-context NAME       the kubeconfig context to deploy to (default "
-	 "local-k8s-admin;\n"
-	 "                              '' for the current-context)\n"
-	 "  --kubeconfig PATHS          kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
-	 "                              ~/.kube/config)\n"
-	 "  --agent-runtime-class NAME  the RuntimeClass agent pods use (default kata-clh)\n"
-	 "  --json                      print the checks as JSON\n"
-	 "\nEach check is ok, warn, fail or skip; warn and fail say how to fix them.\n"
+	 "[--deploy-context NAME] [--kubeconfig PATHS] [--agent-runtime-class NAME] [--json]", "",
+	 "\n"
+	 "Each check is ok, warn, fail or skip; warn and fail say how to fix them.\n"
 	 "Exit status: 0 when nothing failed, 1 when a check failed, 3 when uplinkd is not "
-	 "running.\n"},
+	 "running.\n",
+	 doctor_options, 28},
 	{"rules check", up_cmd_rules_check, "Show which rule allows a request, or that none does.",
 	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--kube-context NAME]...\n"
 	 "       [--kubeconfig PATHS] [--json] [AGENT [MODE]] METHOD URL",
@@ -176,23 +203,19 @@ const struct up_command up_commands[] = {
 	 "your --rules files in order, the agent's defaults, the read-only catch-all), resolves\n"
 	 "their placeholders in uplinkd, and prints the decision the proxy makes for METHOD URL\n"
 	 "(its port included), the rule, its layer and FILE:LINE, the names (never the values)\n"
-	 "of the headers it would inject, and whether it re-signs AWS requests.\n\n"
-	 "Options:\n"
-	 "  --rules FILE          a rules file; repeat for more (earlier files win)\n"
-	 "  --no-default-rules    keep only kube and user rules\n"
-	 "  --allow-exec          allow {{exec:CMD}} placeholders to run\n"
-	 "  --kube-context NAME   add the kube rule of this kubeconfig context, as uplink run\n"
-	 "                        --kube-context does; repeat for more\n"
-	 "  --kubeconfig PATHS    kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
-	 "                        ~/.kube/config)\n"
-	 "  --json                print the daemon's answer as JSON\n\n"
-	 "Exit status: 0 allowed, 1 denied, 2 bad input (including invalid rules).\n"},
+	 "of the headers it would inject, and whether it re-signs AWS requests.\n"
+	 "\n",
+	 "\n"
+	 "Exit status: 0 allowed, 1 denied, 2 bad input (including invalid rules).\n",
+	 rules_check_options, 22},
 	{"rules lint", up_cmd_rules_lint, "Validate rules files and print every problem.",
 	 "[--json] FILE...",
-	 "Each problem reads FILE:LINE:COL: rule 'NAME': what is wrong. Exit status 1 if any.\n"},
+	 "Each problem reads FILE:LINE:COL: rule 'NAME': what is wrong. Exit status 1 if any.\n",
+	 "", rules_lint_options, 0},
 	{"rules render", up_cmd_rules_render, "Print the JSON the proxy would get.",
 	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--show-secrets] [AGENT [MODE]]",
-	 "Header values are shown as <redacted> unless --show-secrets.\n"},
+	 "Header values are shown as <redacted> unless --show-secrets.\n", "", rules_render_options,
+	 0},
 	{"completion", up_cmd_completion, "Print a shell completion script (bash, zsh or fish).",
 	 "bash|zsh|fish",
 	 "Commands, their options, agent names, session ids (asked from uplinkd when you press\n"
@@ -202,9 +225,9 @@ const struct up_command up_commands[] = {
 	 "${XDG_DATA_HOME:-~/.local/share}/bash-completion/completions/uplink\n"
 	 "  zsh   uplink completion zsh > DIR/_uplink   (DIR in $fpath, before compinit runs)\n"
 	 "  fish  uplink completion fish > ~/.config/fish/completions/uplink.fish\n"
-	 "or for the current shell only: source <(uplink completion bash)\n\n"
-	 "Options:\n"
-	 "  --words sessions|agents   print the words the scripts offer, one a line\n"},
+	 "or for the current shell only: source <(uplink completion bash)\n"
+	 "\n",
+	 "", completion_options, 26},
 	{0},
 };
 
@@ -260,6 +283,7 @@ static const struct up_command *lookup(int argc, char **argv, int *consumed)
 int main(int argc, char **argv)
 {
 	struct up_cli cli = {.argv0 = argv[0]};
+	struct up_args args;
 	const struct up_command *cmd;
 	int consumed, r;
 
@@ -280,8 +304,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uplink: unknown command '%s'; see uplink --help\n", argv[1]);
 		return UP_EXIT_USAGE;
 	}
-	/* The command sees its own last word as argv[0]. */
-	r = cmd->fn(&cli, cmd, argc - consumed, argv + consumed);
+	/* getopt takes argv[0] for the program: the command's last word. */
+	r = up_args_parse(cmd, argc - consumed, argv + consumed, &args);
+	if (r == 0)
+		r = cmd->fn(&cli, cmd, &args);
+	else if (r < 0)
+		r = UP_EXIT_OK;
+	up_args_done(&args);
 	cli.rpc = up_rpc_client_free(cli.rpc);
 	fflush(stdout);
 	return r;
