@@ -22,6 +22,8 @@ enum flag_kind {
 	FLAG_DURATION, /* a string the daemon parses */
 	FLAG_BOOL,
 	FLAG_PATHS, /* repeatable, host paths made absolute */
+	FLAG_RULES, /* as FLAG_PATHS */
+	FLAG_ARGS,  /* no flag: the arguments after the agent's name */
 	FLAG_WORDS, /* repeatable, as given */
 	FLAG_SPLIT, /* repeatable, each value split on spaces and commas */
 	FLAG_PATH,  /* one host path made absolute */
@@ -34,19 +36,22 @@ static const struct run_flag {
 	const char *param;
 	enum flag_kind kind;
 } run_flags[] = {
-#define XX(flag, short_name, key, type, where, value, help, label) {#key, FLAG_##type},
+#define XX(flag, short_name, key, type, where, value, help, label, trust) {#key, FLAG_##type},
 	UP_SESSION_OPTIONS(XX)
 #undef XX
 };
 
 /* Rows that are no flag have the name "": the parser and the help skip them. */
 const struct up_option up_run_options[] = {
-#define XX(flag, short_name, key, type, where, value, help, label) \
-	{(where)&UP_OPT_FLAG ? flag : "", short_name, value, help, label},
+/* A generated row ends with its comma (clang-format would indent the next as a continuation). */
+/* clang-format off */
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	{UP_OPT_##where & UP_OPT_FLAG ? flag : "", short_name, value, help, label},
 	UP_SESSION_OPTIONS(XX)
 #undef XX
-		{0},
+	{0},
 };
+/* clang-format on */
 
 struct run_state {
 	bool detach, json, tty;
@@ -183,7 +188,7 @@ static void set_param(json_t *params, const struct run_flag *f, const char *v)
 		(void)json_object_set_new(params, f->param, json_true());
 	else if (f->kind == FLAG_MODE)
 		(void)json_object_set_new(params, "mode", json_string(f->param));
-	else if (f->kind == FLAG_PATHS)
+	else if (f->kind == FLAG_PATHS || f->kind == FLAG_RULES)
 		list_add(params, f->param, up_cli_abs_path(v));
 	else if (f->kind == FLAG_WORDS)
 		list_add(params, f->param, json_string(v));

@@ -16,6 +16,7 @@
 #include "config-file.h"
 #include "duration.h"
 #include "rules.h"
+#include "session-options.h"
 #include "trust.h"
 #include "yaml-json.h"
 
@@ -39,75 +40,47 @@ struct key {
 	const char *mode; /* K_MODE_FLAG */
 };
 
-#define F(field) offsetof(struct up_config, field)
+/* The config keys of session-options.h, then 0.4.1's names. */
+#define F(field)	  offsetof(struct up_config, field)
+#define KEY_BOOL(key)	  {#key, #key, K_BOOL, F(key), NULL},
+#define KEY_STRING(key)	  {#key, #key, K_STRING, F(key), NULL},
+#define KEY_DURATION(key) {#key, #key, K_DURATION, F(key), NULL},
+#define KEY_PATH(key)	  {#key, #key, K_PATH, F(key), NULL},
+#define KEY_PATHS(key)	  {#key, #key, K_PATHS, 0, NULL},
+#define KEY_RULES(key)	  {#key, #key, K_RULES, F(key), NULL},
+#define KEY_WORDS(key)	  {#key, #key, K_WORDS, 0, NULL},
+#define KEY_SPLIT(key)	  KEY_WORDS(key)
+#define KEY_ARGS(key)	  {#key, #key, K_ARGS, F(key), NULL},
+#define KEY_MODE(key)	  {#key, "mode", K_MODE_FLAG, F(mode), #key},
 static const struct key keys[] = {
-	{"mode", "mode", K_STRING, F(mode), NULL},
+/* A generated row ends with its comma (clang-format would indent the next as a continuation). */
+/* clang-format off */
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_CONFIG_##where(KEY_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
 	{"auth_mode", "mode", K_STRING, F(mode), NULL},
-	{"anthropic", "mode", K_MODE_FLAG, F(mode), "anthropic"},
-	{"bedrock", "mode", K_MODE_FLAG, F(mode), "bedrock"},
-	{"rules", "rules", K_RULES, F(rules), NULL},
-	{"no_default_rules", "no_default_rules", K_BOOL, F(no_default_rules), NULL},
-	{"allow_exec", "allow_exec", K_BOOL, F(allow_exec), NULL},
-	{"deploy_context", "deploy_context", K_STRING, F(deploy_context), NULL},
-	{"agent_runtime_class", "agent_runtime_class", K_STRING, F(agent_runtime_class), NULL},
-	{"mitm_runtime_class", "mitm_runtime_class", K_STRING, F(mitm_runtime_class), NULL},
-	{"mitmproxy_image", "mitmproxy_image", K_STRING, F(mitmproxy_image), NULL},
-	{"registry_image", "registry_image", K_STRING, F(registry_image), NULL},
-	{"image", "image", K_STRING, F(image), NULL},
-	{"registry", "registry", K_STRING, F(registry), NULL},
-	{"ttl", "ttl", K_DURATION, F(ttl), NULL},
-	{"idle_timeout", "idle_timeout", K_DURATION, F(idle_timeout), NULL},
-	{"allow_dns", "allow_dns", K_BOOL, F(allow_dns), NULL},
-	{"notifications", "notifications", K_BOOL, F(notifications), NULL},
-	{"args", "args", K_ARGS, F(args), NULL},
 	{"claude_args", "args", K_ARGS, F(args), NULL},
-	{"add_dir", "add_dir", K_PATHS, 0, NULL},
-	{"mount_rw", "mount_rw", K_PATHS, 0, NULL},
-	{"mount_ro", "mount_ro", K_PATHS, 0, NULL},
-	{"ssh_cidr", "ssh_cidr", K_WORDS, 0, NULL},
-	{"ssh_key_dir", "ssh_key_dir", K_PATH, F(ssh_key_dir), NULL},
-	{"git_https_rewrite", "git_https_rewrite", K_WORDS, 0, NULL},
-	{"no_git_identity", "no_git_identity", K_BOOL, F(no_git_identity), NULL},
-	{"mitm_ca_cert", "mitm_ca_cert", K_PATHS, 0, NULL},
-	{"mitm_insecure", "mitm_insecure", K_BOOL, F(mitm_insecure), NULL},
-	{"mitm_debug", "mitm_debug", K_BOOL, F(mitm_debug), NULL},
-	{"kube_context", "kube_context", K_WORDS, 0, NULL},
-	{"kubeconfig", "kubeconfig", K_PATH, F(kubeconfig), NULL},
-	{"aws_profiles", "aws_profiles", K_WORDS, 0, NULL},
 };
-#undef F
+/* clang-format on */
+enum { N_OLD_NAMES = 2 }; /* the last rows of keys[] */
 
-/* The keys config.show lists, in this order (canonical names, each once). */
+/* The keys config.show lists, in this order (canonical names, each once: no MODE flag). */
+#define SHOWN_BOOL(key)	    #key,
+#define SHOWN_STRING(key)   #key,
+#define SHOWN_DURATION(key) #key,
+#define SHOWN_PATH(key)	    #key,
+#define SHOWN_PATHS(key)    #key,
+#define SHOWN_RULES(key)    #key,
+#define SHOWN_WORDS(key)    #key,
+#define SHOWN_SPLIT(key)    #key,
+#define SHOWN_ARGS(key)	    #key,
+#define SHOWN_MODE(key)
 static const char *const shown[] = {
-	"mode",
-	"rules",
-	"no_default_rules",
-	"allow_exec",
-	"deploy_context",
-	"agent_runtime_class",
-	"mitm_runtime_class",
-	"mitmproxy_image",
-	"registry_image",
-	"image",
-	"registry",
-	"ttl",
-	"idle_timeout",
-	"allow_dns",
-	"notifications",
-	"args",
-	"add_dir",
-	"mount_rw",
-	"mount_ro",
-	"ssh_cidr",
-	"ssh_key_dir",
-	"git_https_rewrite",
-	"no_git_identity",
-	"mitm_ca_cert",
-	"mitm_insecure",
-	"mitm_debug",
-	"kube_context",
-	"kubeconfig",
-	"aws_profiles",
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_CONFIG_##where(SHOWN_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
 };
 
 static bool adds_up(const struct key *k)
@@ -237,26 +210,12 @@ static const char *const reaching[] = {"allow_exec"};
  * agent reaches, what runs in the session, and where its credentials live.
  */
 static const struct {
-	const char *canon, *what;
+	const char *canon, *what; /* what NULL: needs no trust */
 } trusted_only[] = {
-	{"add_dir", "mounts a host folder into the agent, read-write"},
-	{"mount_rw", "mounts a host path into the agent, read-write"},
-	{"mount_ro", "mounts a host path into the agent"},
-	{"kube_context", "gives the agent a Kubernetes context and its credential"},
-	{"kubeconfig", "picks the kubeconfig whose contexts (and credentials) the agent gets"},
-	{"ssh_key_dir", "lets the agent sign with SSH keys"},
-	{"ssh_cidr", "opens SSH from the agent to a network"},
-	{"aws_profiles", "gives the agent an AWS profile's permissions"},
-	{"mitm_ca_cert", "makes the proxy trust another CA for the hosts it sends credentials to"},
-	{"mitm_insecure", "turns off the proxy's upstream TLS checks (credentials to anyone)"},
-	{"mitm_debug", "makes the proxy log headers and bodies, credentials included"},
-	{"allow_dns", "lets the agent resolve names (a channel the rules cannot see)"},
-	{"deploy_context", "picks the cluster that holds the session's credentials"},
-	{"agent_runtime_class", "picks the agent pod's sandbox"},
-	{"mitmproxy_image", "picks the proxy image, which holds every credential"},
-	{"registry_image", "picks the in-cluster registry's image"},
-	{"image", "picks the agent's image"},
-	{"registry", "picks where the agent image is pushed and pulled"},
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_CONFIG_##where({#key, trust}, )
+	UP_SESSION_OPTIONS(XX)
+#undef XX
 };
 
 bool up_config_is_project_file(const char *path, const char *home)
@@ -294,7 +253,7 @@ static void note_reach(struct pctx *p, const char *canon, const yaml_node_t *n)
 	    (k->kind == K_BOOL && !*(const bool *)(const void *)((const char *)p->c + k->offset)))
 		return; /* not a project's file; or false, which widens nothing */
 	for (size_t i = 0; i < ELEMENTSOF(trusted_only); i++)
-		if (streq(trusted_only[i].canon, canon))
+		if (trusted_only[i].what && streq(trusted_only[i].canon, canon))
 			ask(p, origin(p, n), json_sprintf("%s: %s", canon, trusted_only[i].what));
 }
 
@@ -530,9 +489,15 @@ static void unknown_key(struct pctx *p, const yaml_node_t *kn, const char *name)
 	char known[1024] = "";
 	size_t pos = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+	/* Each old name right after the key it stands for. */
+	for (size_t i = 0; i < ELEMENTSOF(keys) - N_OLD_NAMES; i++) {
 		pos += (size_t)snprintf(known + pos, sizeof(known) - pos, "%s%s", i ? ", " : "",
 					keys[i].name);
+		for (size_t j = ELEMENTSOF(keys) - N_OLD_NAMES; j < ELEMENTSOF(keys); j++)
+			if (streq(keys[j].canon, keys[i].name))
+				pos += (size_t)snprintf(known + pos, sizeof(known) - pos, ", %s",
+							keys[j].name);
+	}
 	problem(p, kn, "unknown key '%s'; known keys: %s", name, known);
 }
 

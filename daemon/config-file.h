@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "session-options.h"
 #include "util.h"
 
 struct up_request;
@@ -25,13 +26,22 @@ struct up_ruleset;
 #define UP_CONFIG_FILE	   ".uplink.yaml"
 #define UP_CONFIG_FILE_OLD ".agent-uplink.yaml"
 
+/* A field for each config key of session-options.h that is not a list adding up. */
+#define UP_CONFIG_FIELD_BOOL(key)     bool key;
+#define UP_CONFIG_FIELD_STRING(key)   char *key;
+#define UP_CONFIG_FIELD_DURATION(key) char *key;
+#define UP_CONFIG_FIELD_PATH(key)     char *key; /* made absolute against the file's folder */
+#define UP_CONFIG_FIELD_PATHS(key)
+#define UP_CONFIG_FIELD_RULES(key)
+#define UP_CONFIG_FIELD_WORDS(key)
+#define UP_CONFIG_FIELD_SPLIT(key)
+#define UP_CONFIG_FIELD_ARGS(key)
+#define UP_CONFIG_FIELD_MODE(key)
 struct up_config {
-	char *mode, *deploy_context, *agent_runtime_class, *mitm_runtime_class, *mitmproxy_image;
-	char *registry_image, *image, *registry, *ttl, *idle_timeout;
-	char *ssh_key_dir;
-	char *kubeconfig; /* for --kube-context: made absolute against the file's folder */
-	bool no_default_rules, allow_exec, allow_dns, notifications;
-	bool no_git_identity, mitm_insecure, mitm_debug;
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_CONFIG_##where(UP_CONFIG_FIELD_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
 	/*
 	 * The rules items, nearest file first: absolute paths (strings) and inline rules
 	 * ({"file", "source": "FILE:LINE", "text": a rules document, "rule": the rule as JSON}).

@@ -20,79 +20,56 @@
 #include "rpc-session-observer.h"
 #include "rpc.h"
 #include "server.h"
+#include "session-options.h"
 #include "session-private.h"
 
+/* session.start's parameters: a field for each parameter of session-options.h, and these. */
+#define FIELD_BOOL(key)	    bool key;
+#define FIELD_STRING(key)   const char *key;
+#define FIELD_DURATION(key) const char *key;
+#define FIELD_PATH(key)	    const char *key;
+#define FIELD_PATHS(key)    json_t *key;
+#define FIELD_RULES(key)    json_t *key;
+#define FIELD_WORDS(key)    json_t *key;
+#define FIELD_ARGS(key)	    json_t *key;
+#define FIELD_SPLIT(key)    json_t *key;
+#define FIELD_MODE(key)
+#define FIELD_LOCAL(key)
 struct start_params {
-	const char *agent, *mode, *cwd, *deploy_context, *agent_runtime_class, *mitm_runtime_class;
-	const char *mitmproxy_image, *registry_image, *image, *registry, *ttl, *idle_timeout;
-	json_t *args, *rules;
-	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
-	/* daemon/session-mounts.c */
-	json_t *add_dir, *mount_rw, *mount_ro, *ssh_cidr, *git_https_rewrite, *mitm_ca_cert;
-	const char *ssh_key_dir, *kubeconfig, *kubeconfig_default;
-	json_t *kube_context;
-	json_t *aws_profiles;
-	bool no_git_identity, mitm_insecure, mitm_debug;
-	bool no_notifications;	    /* config files: notifications: false */
-	bool expose_deploy_cluster; /* a flag only: no config file may expose the deploy cluster */
+	const char *agent, *cwd;
+	const char *kubeconfig_default; /* what kubectl reads where the client runs */
+	bool no_notifications;		/* config files: notifications: false */
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_PARAM_##where(FIELD_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
 };
 
-#define S(name, field)                                                                          \
-	{                                                                                       \
-		name, UP_PARAM_STRING, offsetof(struct start_params, field), UP_PARAM_NULLABLE, \
-			NULL                                                                    \
-	}
-#define B(name, field)                                                             \
-	{                                                                          \
-		name, UP_PARAM_BOOL, offsetof(struct start_params, field), 0, NULL \
-	}
-#define L(name, field)                                                                             \
-	{                                                                                          \
-		name, UP_PARAM_STRV, offsetof(struct start_params, field), UP_PARAM_NULLABLE, NULL \
-	}
+#define ROW(key, type, flags) {#key, type, offsetof(struct start_params, key), flags, NULL},
+#define ROW_BOOL(key)	      ROW(key, UP_PARAM_BOOL, 0)
+#define ROW_STRING(key)	      ROW(key, UP_PARAM_STRING, UP_PARAM_NULLABLE)
+#define ROW_DURATION(key)     ROW_STRING(key)
+#define ROW_PATH(key)	      ROW_STRING(key)
+#define ROW_PATHS(key)	      ROW(key, UP_PARAM_STRV, UP_PARAM_NULLABLE)
+#define ROW_RULES(key)	      ROW_PATHS(key)
+#define ROW_WORDS(key)	      ROW_PATHS(key)
+#define ROW_ARGS(key)	      ROW_PATHS(key)
+#define ROW_SPLIT(key)	      ROW_PATHS(key)
+#define ROW_MODE(key)
+#define ROW_LOCAL(key)
 static const struct up_param start_params[] = {
 	{"agent", UP_PARAM_STRING, offsetof(struct start_params, agent), UP_PARAM_MANDATORY, NULL},
 	{"cwd", UP_PARAM_STRING, offsetof(struct start_params, cwd), UP_PARAM_MANDATORY, NULL},
-	S("mode", mode),
-	S("deploy_context", deploy_context),
-	S("agent_runtime_class", agent_runtime_class),
-	S("mitm_runtime_class", mitm_runtime_class),
-	S("mitmproxy_image", mitmproxy_image),
-	S("registry_image", registry_image),
-	S("image", image),
-	S("registry", registry),
-	S("ttl", ttl),
-	S("idle_timeout", idle_timeout),
-	{"args", UP_PARAM_STRV, offsetof(struct start_params, args), UP_PARAM_NULLABLE, NULL},
-	{"rules", UP_PARAM_STRV, offsetof(struct start_params, rules), UP_PARAM_NULLABLE, NULL},
-	B("no_default_rules", no_default_rules),
-	B("allow_exec", allow_exec),
-	B("force_rebuild", force_rebuild),
-	B("allow_dns", allow_dns),
-	B("dry_run", dry_run),
-	B("show_secrets", show_secrets),
-	B("debug", debug),
-	L("add_dir", add_dir),
-	L("mount_rw", mount_rw),
-	L("mount_ro", mount_ro),
-	L("ssh_cidr", ssh_cidr),
-	L("git_https_rewrite", git_https_rewrite),
-	L("mitm_ca_cert", mitm_ca_cert),
-	S("ssh_key_dir", ssh_key_dir),
-	L("aws_profiles", aws_profiles),
-	B("no_git_identity", no_git_identity),
-	B("mitm_insecure", mitm_insecure),
-	B("mitm_debug", mitm_debug),
-	B("no_notifications", no_notifications),
-	L("kube_context", kube_context),
-	S("kubeconfig", kubeconfig),
-	S("kubeconfig_default", kubeconfig_default),
-	B("expose_deploy_cluster", expose_deploy_cluster),
+	ROW_STRING(kubeconfig_default) ROW_BOOL(no_notifications)
+/* A generated row ends with its comma (clang-format would indent the next as a continuation). */
+/* clang-format off */
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_PARAM_##where(ROW_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
 	{0},
 };
-#undef S
-#undef B
-#undef L
+/* clang-format on */
 
 static char *dup_or_null(const char *s)
 {
