@@ -65,23 +65,12 @@ static const struct key keys[] = {
 /* clang-format on */
 enum { N_OLD_NAMES = 2 }; /* the last rows of keys[] */
 
-/* The keys config.show lists, in this order (canonical names, each once: no MODE flag). */
-#define SHOWN_BOOL(key)	    #key,
-#define SHOWN_STRING(key)   #key,
-#define SHOWN_DURATION(key) #key,
-#define SHOWN_PATH(key)	    #key,
-#define SHOWN_PATHS(key)    #key,
-#define SHOWN_RULES(key)    #key,
-#define SHOWN_WORDS(key)    #key,
-#define SHOWN_SPLIT(key)    #key,
-#define SHOWN_ARGS(key)	    #key,
-#define SHOWN_MODE(key)
-static const char *const shown[] = {
-#define XX(flag, short_name, key, type, where, value, help, label, trust) \
-	UP_IF_CONFIG_##where(SHOWN_##type(key))
-	UP_SESSION_OPTIONS(XX)
-#undef XX
-};
+/* The keys config.show lists, in this order: each canonical key once (no MODE flag, no old name).
+ */
+static bool shown(const struct key *k)
+{
+	return k < keys + ELEMENTSOF(keys) - N_OLD_NAMES && k->kind != K_MODE_FLAG;
+}
 
 static bool adds_up(const struct key *k)
 {
@@ -689,10 +678,12 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 {
 	json_t *values = json_object(), *o;
 
-	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
-		const struct key *k = key_find_canon(shown[i]);
-		json_t *src = json_object_get(c->origins, shown[i]),
-		       *flag = json_object_get(flags, shown[i]);
+	for (const struct key *k = keys; k < keys + ELEMENTSOF(keys); k++) {
+		json_t *src = json_object_get(c->origins, k->name),
+		       *flag = json_object_get(flags, k->name);
+
+		if (!shown(k))
+			continue;
 
 		if (adds_up(k) && (src || json_array_size(flag) > 0)) {
 			json_t *sources = NULL, *value = joined(c, k, flag, &sources);
@@ -706,7 +697,7 @@ json_t *up_config_show(const struct up_config *c, const json_t *flags)
 			o = json_pack("{s:o, s:O}", "value", value_of(c, k), "source", src);
 		else
 			o = json_pack("{s:o, s:s}", "value", value_of(c, k), "source", "default");
-		if (!o || json_object_set_new(values, shown[i], o) < 0) {
+		if (!o || json_object_set_new(values, k->name, o) < 0) {
 			json_decref(values);
 			return NULL;
 		}
@@ -734,8 +725,7 @@ static int warn_project(json_t *from_files, const char *at)
 
 int up_config_apply(const struct up_config *c, json_t *params, json_t *from_files)
 {
-	for (size_t i = 0; i < ELEMENTSOF(shown); i++) {
-		const struct key *k = key_find_canon(shown[i]);
+	for (const struct key *k = keys; k < keys + ELEMENTSOF(keys); k++) {
 		json_t *have = json_object_get(params, k->canon),
 		       *src = json_object_get(c->origins, k->canon);
 		const char *project = json_string_value(json_object_get(c->project, k->canon));
@@ -745,7 +735,7 @@ int up_config_apply(const struct up_config *c, json_t *params, json_t *from_file
 		    !*(const bool *)(const void *)((const char *)c + k->offset))
 			project = NULL; /* false widens nothing */
 
-		if (k->kind == K_RULES || !src)
+		if (!shown(k) || k->kind == K_RULES || !src)
 			continue;
 		if (project && exec && from_files && warn_project(from_files, project) < 0)
 			return -ENOMEM;
