@@ -109,6 +109,25 @@ int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, js
 	return 0;
 }
 
+int up_cli_call_print(struct up_cli *cli, const char *method, json_t *params_steal, bool json,
+		      void (*print)(const json_t *r), json_t **result)
+{
+	json_t *res = NULL;
+	int r = up_cli_call(cli, method, params_steal, &res);
+
+	if (r != 0)
+		return r;
+	if (json)
+		up_print_json(res);
+	else
+		print(res);
+	if (result)
+		*result = res;
+	else
+		json_decref(res);
+	return UP_EXIT_OK;
+}
+
 /* "  --name VALUE   its help", continuation lines under the help. */
 static void option_help(const struct up_command *cmd, const struct up_option *o, FILE *f)
 {

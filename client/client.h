@@ -98,6 +98,12 @@ int up_cli_connect(struct up_cli *cli);
  */
 int up_cli_call(struct up_cli *cli, const char *method, json_t *params_steal, json_t **result);
 
+/*
+ * up_cli_call(), then prints the result as JSON (json) or with print(); *result (when not
+ * NULL) keeps it for the caller, else it is freed. 0 or an exit code.
+ */
+int up_cli_call_print(struct up_cli *cli, const char *method, json_t *params_steal, bool json,
+		      void (*print)(const json_t *r), json_t **result);
 /* Reports what up_rpc_client_call() returned (r < 0 transport, r > 0 error) as an exit code. */
 int up_cli_report(struct up_cli *cli, int r, struct up_rpc_error *err);
 /* --kubeconfig or what kubectl reads here, as "kubeconfig_default" in params (cmd-session.c). */

@@ -99,13 +99,10 @@ int up_cmd_config_show(struct up_cli *cli, const struct up_command *cmd, const s
 			strerror(errno));
 		return UP_EXIT_FAILED;
 	}
-	r = up_cli_call(cli, "config.show", json_pack("{s:s}", "cwd", cwd), &result);
+	r = up_cli_call_print(cli, "config.show", json_pack("{s:s}", "cwd", cwd), json,
+			      print_config, &result);
 	if (r != 0)
 		return r;
-	if (json)
-		up_print_json(result);
-	else
-		print_config(result);
 	r = print_trust(result, json);
 	json_decref(result);
 	return r;

@@ -52,17 +52,13 @@ int up_cmd_doctor(struct up_cli *cli, const struct up_command *cmd, const struct
 
 	if (a->argc > 0)
 		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
-	r = up_cli_call(cli, "doctor.run",
-			json_pack("{s:s?, s:s?, s:s?, s:s}", "deploy_context", context,
-				  "kubeconfig", kubeconfig, "runtime_class", runtime_class,
-				  "client_version", UPLINK_VERSION),
-			&result);
+	r = up_cli_call_print(cli, "doctor.run",
+			      json_pack("{s:s?, s:s?, s:s?, s:s}", "deploy_context", context,
+					"kubeconfig", kubeconfig, "runtime_class", runtime_class,
+					"client_version", UPLINK_VERSION),
+			      json, print_checks, &result);
 	if (r != 0)
 		return r;
-	if (json)
-		up_print_json(result);
-	else
-		print_checks(result);
 	r = json_is_true(json_object_get(result, "ok")) ? UP_EXIT_OK : UP_EXIT_FAILED;
 	json_decref(result);
 	return r;

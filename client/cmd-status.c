@@ -48,19 +48,8 @@ static void print_status(const json_t *s)
 
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
 {
-	bool json = up_args_flag(a, "json");
-	json_t *result = NULL;
-	int r;
-
 	if (a->argc > 0)
 		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
-	r = up_cli_call(cli, "daemon.status", NULL, &result);
-	if (r != 0)
-		return r;
-	if (json)
-		up_print_json(result);
-	else
-		print_status(result);
-	json_decref(result);
-	return UP_EXIT_OK;
+	return up_cli_call_print(cli, "daemon.status", NULL, up_args_flag(a, "json"), print_status,
+				 NULL);
 }

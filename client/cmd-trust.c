@@ -96,22 +96,6 @@ static int parse(const struct up_command *cmd, const struct up_args *a, bool *js
 	return 0;
 }
 
-static int call_and_print(struct up_cli *cli, const char *method, json_t *params, int json,
-			  void (*print)(const json_t *r))
-{
-	json_t *result = NULL;
-	int r = up_cli_call(cli, method, params, &result);
-
-	if (r != 0)
-		return r;
-	if (json)
-		up_print_json(result);
-	else
-		print(result);
-	json_decref(result);
-	return UP_EXIT_OK;
-}
-
 static void print_trust(const json_t *r)
 {
 	const json_t *e;
@@ -132,12 +116,12 @@ int up_cmd_trust(struct up_cli *cli, const struct up_command *cmd, const struct 
 	if (r != 0)
 		return r;
 	if (list)
-		return call_and_print(cli, "config.trusted", NULL, json, print_list);
+		return up_cli_call_print(cli, "config.trusted", NULL, json, print_list, NULL);
 	if (files)
 		params = json_pack("{s:o}", "files", files);
 	else
 		params = getcwd(cwd, sizeof(cwd)) ? json_pack("{s:s}", "cwd", cwd) : NULL;
-	return call_and_print(cli, "config.trust", params, json, print_trust);
+	return up_cli_call_print(cli, "config.trust", params, json, print_trust, NULL);
 }
 
 static void print_untrust(const json_t *r)
@@ -166,13 +150,10 @@ int up_cmd_untrust(struct up_cli *cli, const struct up_command *cmd, const struc
 	if (!files)
 		return up_cli_usage_error(
 			cmd, "name the files to stop trusting (uplink trust --list shows them)");
-	r = up_cli_call(cli, "config.untrust", json_pack("{s:o}", "files", files), &result);
+	r = up_cli_call_print(cli, "config.untrust", json_pack("{s:o}", "files", files), json,
+			      print_untrust, &result);
 	if (r != 0)
 		return r;
-	if (json)
-		up_print_json(result);
-	else
-		print_untrust(result);
 	r = json_array_size(json_object_get(result, "unknown")) > 0 ? UP_EXIT_FAILED : UP_EXIT_OK;
 	json_decref(result);
 	return r;
