@@ -8,10 +8,20 @@
 #define UP_PROTOCOL_VERSION 1
 
 /*
- * A session's namespace is this prefix and its id, for uplink's sessions and 0.4.1's
- * alike (so either names it); daemon/session-spec.h defines it the same.
+ * Session ids: 12 lowercase hex digits. A session's namespace is this prefix and its id,
+ * for uplink's sessions and 0.4.1's alike (so either names it).
  */
+#define UP_SESSION_ID_LEN    12
 #define UP_SESSION_NS_PREFIX "agent-uplink-"
+#define UP_NAMESPACE_MAX     (sizeof(UP_SESSION_NS_PREFIX) - 1 + UP_SESSION_ID_LEN + 1)
+
+/* The labels and annotations a session's objects carry on the cluster. */
+#define UP_LABEL_SESSION      "uplink.dev/session"
+#define UP_LABEL_OWNER	      "uplink.dev/owner"
+#define UP_ANNOT_CREATED_AT   "uplink.dev/created-at"
+#define UP_ANNOT_EXPIRES_AT   "uplink.dev/expires-at"
+#define UP_ANNOT_CWD	      "uplink.dev/cwd"
+#define UP_ANNOT_AGENT	      "uplink.dev/agent"
 
 #define UP_SOCKET_ENV	    "UPLINK_SOCKET"
 #define UP_SOCKET_DIR_NAME  "uplink"

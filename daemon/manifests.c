@@ -18,7 +18,7 @@
 struct render {
 	const struct up_manifests *m;
 	const struct up_session_spec *s;
-	char ns[sizeof(UP_SESSION_NS_PREFIX) + UP_SESSION_ID_LEN];
+	char ns[UP_NAMESPACE_MAX];
 	json_t *objects;
 	char *err;
 	size_t err_len;
@@ -97,8 +97,8 @@ static json_t *object(struct render *c, enum tpl t, const char *name)
 
 	if (!o || manifests_put(meta, "name", json_string(name)) < 0 ||
 	    (t != TPL_NAMESPACE && manifests_put(meta, "namespace", json_string(c->ns)) < 0) ||
-	    manifests_put(labels, "uplink.dev/session", json_string(c->s->id)) < 0 ||
-	    manifests_put(labels, "uplink.dev/owner", json_string(c->s->owner)) < 0)
+	    manifests_put(labels, UP_LABEL_SESSION, json_string(c->s->id)) < 0 ||
+	    manifests_put(labels, UP_LABEL_OWNER, json_string(c->s->owner)) < 0)
 		return json_decref(o), NULL;
 	return o;
 }
@@ -161,10 +161,10 @@ static int render_namespace(struct render *c)
 
 	if (!ns || !ann || manifests_put(json_object_get(ns, "metadata"), "annotations", ann) < 0)
 		return json_decref(ns), -ENOMEM;
-	if (iso8601(ann, "uplink.dev/created-at", c->s->created_at) < 0 ||
-	    iso8601(ann, "uplink.dev/expires-at", c->s->expires_at) < 0 ||
-	    manifests_put(ann, "uplink.dev/cwd", json_string(c->s->cwd)) < 0 ||
-	    manifests_put(ann, "uplink.dev/agent", json_string(c->s->agent)) < 0)
+	if (iso8601(ann, UP_ANNOT_CREATED_AT, c->s->created_at) < 0 ||
+	    iso8601(ann, UP_ANNOT_EXPIRES_AT, c->s->expires_at) < 0 ||
+	    manifests_put(ann, UP_ANNOT_CWD, json_string(c->s->cwd)) < 0 ||
+	    manifests_put(ann, UP_ANNOT_AGENT, json_string(c->s->agent)) < 0)
 		return json_decref(ns), -ENOMEM;
 	return add(c, ns);
 }

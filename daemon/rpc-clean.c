@@ -20,7 +20,6 @@
 #include "session-private.h"
 #include "store.h"
 
-#define OWNER_LABEL   "uplink.dev/owner"
 #define CLEAN_POLL_MS 200
 
 const struct up_param up_clean_params[] = {

@@ -7,6 +7,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "protocol.h" /* UP_SESSION_ID_LEN, UP_SESSION_NS_PREFIX */
+
 /*
  * Everything rendering a session's Kubernetes objects needs (daemon/manifests.h). The
  * spec borrows every pointer: the caller owns the strings and keeps them alive while
@@ -15,8 +17,6 @@
 
 struct up_kube_exposed; /* daemon/kube-expose.h */
 
-#define UP_SESSION_ID_LEN    12
-#define UP_SESSION_NS_PREFIX "agent-uplink-"
 
 struct up_env {
 	const char *name;

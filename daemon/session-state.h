@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "protocol.h" /* UP_SESSION_ID_LEN, UP_NAMESPACE_MAX */
 #include "util.h"
 
 /*
@@ -46,11 +47,6 @@ bool up_session_state_is_terminal(enum up_session_state s);
 bool up_session_state_is_starting(enum up_session_state s);
 /* Whether from -> to is a legal move. Staying in one state is not a move: false. */
 bool up_session_state_can_move(enum up_session_state from, enum up_session_state to);
-
-/* Session ids: 12 lowercase hex digits; the namespace is "agent-uplink-<id>". */
-#define UP_SESSION_ID_LEN   12
-#define UP_NAMESPACE_PREFIX "agent-uplink-"
-#define UP_NAMESPACE_MAX    (sizeof(UP_NAMESPACE_PREFIX) - 1 + UP_SESSION_ID_LEN + 1)
 
 /* Fills `id` (UP_SESSION_ID_LEN + 1 bytes) from getrandom(). Returns 0 or -errno. */
 int up_session_id_new(char *id) _wur_;

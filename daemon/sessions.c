@@ -26,7 +26,6 @@
 #include "session-private.h"
 #include "store.h"
 
-#define OWNER_LABEL "uplink.dev/owner"
 
 static const char *ns_of(json_t *obj)
 {
@@ -66,7 +65,7 @@ static void reap_orphan(struct up_sessions *all, struct up_cluster *c, json_t *n
 {
 	const char *name = ns_of(ns);
 	json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
-	const char *owner = json_string_value(json_object_get(labels, OWNER_LABEL));
+	const char *owner = json_string_value(json_object_get(labels, UP_LABEL_OWNER));
 	const char *phase =
 		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
 	struct up_kube *k = up_cluster_kube(c);
@@ -454,13 +453,13 @@ static json_t *annotation(json_t *meta, const char *key)
 static json_t *foreign_agent(json_t *meta, json_t *ns)
 {
 	(void)ns;
-	return annotation(meta, "uplink.dev/agent");
+	return annotation(meta, UP_ANNOT_AGENT);
 }
 
 static json_t *foreign_cwd(json_t *meta, json_t *ns)
 {
 	(void)ns;
-	return annotation(meta, "uplink.dev/cwd");
+	return annotation(meta, UP_ANNOT_CWD);
 }
 
 static json_t *foreign_created(json_t *meta, json_t *ns)
@@ -553,7 +552,7 @@ static json_t *foreign_row(json_t *ns, const int *idx, size_t n)
 static bool foreign_session(struct up_sessions *all, const char *name, json_t *ns, bool ended_too)
 {
 	const char *owner = json_string_value(json_object_get(
-		json_object_get(json_object_get(ns, "metadata"), "labels"), OWNER_LABEL));
+		json_object_get(json_object_get(ns, "metadata"), "labels"), UP_LABEL_OWNER));
 	const char *phase =
 		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
 	size_t n = strlen(UP_SESSION_NS_PREFIX);

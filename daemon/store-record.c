@@ -33,7 +33,7 @@ json_t *up_record_new(const char *id, const char *agent, const char *mode, const
 	if (!up_session_id_valid(id) || !agent || !cwd || ttl > UP_MAX_DURATION_S ||
 	    idle_timeout > UP_MAX_DURATION_S)
 		return NULL;
-	(void)snprintf(ns, sizeof(ns), UP_NAMESPACE_PREFIX "%s", id);
+	(void)snprintf(ns, sizeof(ns), UP_SESSION_NS_PREFIX "%s", id);
 	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:n}",
 			 "version", UP_RECORD_VERSION, "id", id, "namespace", ns, "state",
 			 up_session_state_to_name(UP_SESSION_PREPARING), "reason", "", "agent",
@@ -101,10 +101,10 @@ int up_record_check(const json_t *rec, const char *file_id, char *err, size_t er
 	else if (file_id && !streq(id, file_id))
 		(void)snprintf(err, err_len, "it holds id '%s', but its file is named '%.64s.json'",
 			       id, file_id);
-	else if (!startswith(ns, UP_NAMESPACE_PREFIX) ||
-		 !streq(ns + strlen(UP_NAMESPACE_PREFIX), id))
+	else if (!startswith(ns, UP_SESSION_NS_PREFIX) ||
+		 !streq(ns + strlen(UP_SESSION_NS_PREFIX), id))
 		(void)snprintf(err, err_len,
-			       "its namespace '%.80s' is not '" UP_NAMESPACE_PREFIX "%s'", ns, id);
+			       "its namespace '%.80s' is not '" UP_SESSION_NS_PREFIX "%s'", ns, id);
 	else if (up_session_state_from_name(state) < 0)
 		(void)snprintf(err, err_len, "its state '%.64s' is not a session state", state);
 	else if (up_record_idle_timeout(rec) < 0)
