@@ -14,6 +14,7 @@
 #include "agents/agent.h"
 #include "agents/agents-config.h"
 #include "config.h"
+#include "daemon/knobs.h"
 #include "fileio.h"
 
 const struct up_agent_impl *const up_agents[] = {
@@ -82,7 +83,7 @@ static bool is_dir(const char *path)
 
 int up_agent_data_dir(char *buf, size_t len)
 {
-	const char *env = getenv("UPLINK_DATA_DIR");
+	const char *env = up_knobs()->data_dir;
 	int n;
 
 	if (env && *env)

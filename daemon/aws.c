@@ -13,6 +13,7 @@
 #include "bounds.h"
 #include "fileio.h"
 #include "jsonrpc.h"
+#include "knobs.h"
 #include "proc.h"
 
 bool up_aws_profile_ok(const char *name)
@@ -187,7 +188,7 @@ static const char *first_line(char *err)
 /* UP_AWS_EXPORT_TIMEOUT_MS, or $UPLINK_AWS_TIMEOUT_MS (tests: a shorter one). */
 static int export_timeout_ms(void)
 {
-	const char *env = getenv("UPLINK_AWS_TIMEOUT_MS");
+	const char *env = up_knobs()->aws_timeout_ms;
 	long v = env ? strtol(env, NULL, 10) : 0;
 
 	return v > 0 && v < UP_AWS_EXPORT_TIMEOUT_MS ? (int)v : UP_AWS_EXPORT_TIMEOUT_MS;

@@ -16,6 +16,7 @@
 #include "config-file.h"
 #include "fileio.h"
 #include "jsonrpc.h"
+#include "knobs.h"
 #include "params.h"
 #include "rpc.h"
 #include "trust.h"
@@ -363,7 +364,7 @@ static void job_after(uv_work_t *w, int status)
 static int load_for(uv_loop_t *loop, struct up_request *req, enum job_kind kind, const char *home,
 		    const char *cwd, const json_t *files, loaded_fn done, void *ud)
 {
-	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *xdg = up_knobs()->xdg_config_home;
 	struct job *j = calloc(1, sizeof(*j));
 	int r;
 

@@ -11,6 +11,7 @@
 
 #include "bounds.h"
 #include "fileio.h"
+#include "knobs.h"
 #include "yaml-json.h"
 
 struct kc_file {
@@ -103,11 +104,11 @@ static int load_one(struct kc_set *s, const char *path)
 static int load_set(struct kc_set *s, const char *paths)
 {
 	char buf[4096], home_cfg[PATH_MAX], *save = NULL;
-	const char *home = getenv("HOME");
+	const char *home = up_knobs()->home;
 	int r;
 
 	if (!paths || !*paths)
-		paths = getenv("KUBECONFIG");
+		paths = up_knobs()->kubeconfig;
 	if (!paths || !*paths) {
 		(void)snprintf(home_cfg, sizeof(home_cfg), "%s/.kube/config", home ? home : "");
 		paths = home_cfg;

@@ -9,6 +9,7 @@
 #include "bounds.h"
 #include "config.h"
 #include "fileio.h"
+#include "knobs.h"
 #include "manifests-private.h"
 #include "yaml-json.h"
 
@@ -49,7 +50,7 @@ const struct manifests_template manifests_templates[_TPL_MAX] = {
 
 int up_manifests_default_dir(char *buf, size_t len)
 {
-	const char *env = getenv("UPLINK_DATA_DIR");
+	const char *env = up_knobs()->data_dir;
 	int n = snprintf(buf, len, "%s/manifests", env && *env ? env : UP_PKGDATADIR);
 
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;

@@ -13,6 +13,7 @@
 #include <systemd/sd-bus.h>
 #include <time.h>
 
+#include "knobs.h"
 #include "log.h"
 #include "notify-private.h"
 
@@ -158,7 +159,7 @@ static void on_term_exit(uv_process_t *p, int64_t status, int sig)
 
 static void open_log(struct dbus_state *b, const char *session)
 {
-	const char *term = getenv("TERMINAL");
+	const char *term = up_knobs()->terminal;
 	char e[] = "-e", up[] = "uplink", logs[] = "logs", sid[64];
 	char *args[] = {NULL, e, up, logs, sid, NULL};
 	uv_stdio_container_t stdio[3] = {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "duration.h"
+#include "knobs.h"
 #include "log.h"
 #include "notify-private.h"
 
@@ -162,7 +163,7 @@ void up_notifier_fall_back(struct up_notifier *n)
 
 int up_notifier_new(uv_loop_t *loop, struct up_notifier **ret)
 {
-	const char *off = getenv(UP_NOTIFY_ENV), *want = getenv(UP_NOTIFIER_ENV);
+	const char *off = up_knobs()->notifications, *want = up_knobs()->notifier;
 	struct up_notifier *n;
 
 	*ret = NULL;

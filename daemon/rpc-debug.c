@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "bounds.h"
+#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "notify.h"
@@ -141,7 +142,7 @@ static const struct up_method debug_methods[] = {
 
 int up_rpc_debug_register(struct up_rpc *rpc, struct up_manager *m)
 {
-	const char *on = getenv(UP_DEBUG_RPC_ENV);
+	const char *on = up_knobs()->debug_rpc;
 
 	if (!on || !streq(on, "1"))
 		return 0;

@@ -22,6 +22,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "knobs.h"
 #include "kube.h"
 #include "bounds.h"
 #include "fileio.h"
@@ -86,7 +87,7 @@ static void set(struct local_check *c, const char *status, const char *fix, cons
 
 static bool find_in_path(const char *name, char *out, size_t len)
 {
-	const char *path = getenv("PATH");
+	const char *path = up_knobs()->path;
 
 	for (const char *p = path ? path : ""; *p;) {
 		size_t n = strcspn(p, ":");
@@ -110,7 +111,7 @@ static void check_tools(struct local *l)
 		    "install kubectl (sudo apt install kubernetes-client, or "
 		    "https://kubernetes.io/docs/tasks/tools/) into a folder on PATH",
 		    "kubectl is not on PATH (%s); uplink attach runs it",
-		    getenv("PATH") ? getenv("PATH") : "unset");
+		    up_knobs()->path ? up_knobs()->path : "unset");
 	if (find_in_path("docker", path, sizeof(path)))
 		set(&l->docker, "ok", NULL, "%s", path);
 	else
@@ -118,7 +119,7 @@ static void check_tools(struct local *l)
 		    "sudo apt install docker.io && sudo usermod -aG docker $USER (then log in "
 		    "again)",
 		    "docker is not on PATH (%s); agent images are built with it",
-		    getenv("PATH") ? getenv("PATH") : "unset");
+		    up_knobs()->path ? up_knobs()->path : "unset");
 }
 
 /* What only some flags need: each missing one is said with the flag it serves. */
@@ -165,7 +166,7 @@ static void check_docker_daemon(struct local *l)
 	char fmt[] = "{{.Server.Version}}", docker[] = "docker", version[] = "version",
 	     f[] = "--format";
 	char *argv[] = {docker, version, f, fmt, NULL};
-	const char *host = getenv("DOCKER_HOST");
+	const char *host = up_knobs()->docker_host;
 	char out[UP_DOCTOR_OUTPUT_MAX], fix[600];
 	char *line = out;
 	int status = 0, r;
@@ -208,7 +209,7 @@ static bool local_k3s(const char *server)
 
 static void check_registries(struct local *l)
 {
-	const char *forced = getenv(REGISTRIES_ENV);
+	const char *forced = up_knobs()->k3s_registries;
 	const char *path = forced && *forced ? forced : K3S_REGISTRIES;
 	_cleanup_(freep) char *text = NULL;
 	char fix[1024], yerr[256];
@@ -293,7 +294,7 @@ static bool activatable(sd_bus *bus, const char *name)
 
 static void check_secrets(struct local *l, sd_bus *bus)
 {
-	const char *store = getenv("UPLINK_SECRET_STORE");
+	const char *store = up_knobs()->secret_store;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
 	const char *coll = NULL;
@@ -348,7 +349,7 @@ static void check_secrets(struct local *l, sd_bus *bus)
 
 static void check_notification_server(struct local *l, sd_bus *bus)
 {
-	const char *off = getenv(UP_NOTIFY_ENV);
+	const char *off = up_knobs()->notifications;
 	const char *name = NULL, *vendor = NULL, *version = NULL, *spec = NULL;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;

@@ -14,6 +14,7 @@
 #include "config-file.h"
 #include "duration.h"
 #include "jsonrpc.h"
+#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "rpc-clean.h"
@@ -269,7 +270,7 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 				named(from, "idle_timeout", "--idle-timeout", at, sizeof(at)), err),
 		       -EINVAL;
 	/* Tests: UPLINK_DEBUG_TIME_DIVISOR=60 makes minutes seconds. */
-	const char *div = getenv("UPLINK_DEBUG_TIME_DIVISOR");
+	const char *div = up_knobs()->time_divisor;
 	long d = div ? strtol(div, NULL, 10) : 1;
 	if (d > 1) {
 		o->ttl_s /= (uint64_t)d;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agents/agent.h"
+#include "knobs.h"
 #include "rules.h"
 
 int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_impl *a,
@@ -44,7 +45,7 @@ int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_
 static int current_user(struct up_agent_input *in, char *buf, size_t len)
 {
 	struct passwd pw, *res = NULL;
-	const char *home = getenv("HOME");
+	const char *home = up_knobs()->home;
 
 	if (getpwuid_r(getuid(), &pw, buf, len, &res) != 0 || !res)
 		return -ENOENT;

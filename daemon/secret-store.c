@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "secret-store.h"
+#include "knobs.h"
 
 static int file_lookup(const char *service, const char *user, char **value, char *why,
 		       size_t why_len)
 {
-	const char *path = getenv(UP_SECRET_FILE_ENV);
+	const char *path = up_knobs()->secret_file;
 	json_error_t err;
 	json_t *doc, *e;
 	size_t i;
@@ -55,7 +56,7 @@ const struct up_secret_store_impl *up_secret_store_pick(void)
 		&up_secret_store_libsecret,
 		&up_secret_store_file,
 	};
-	const char *want = getenv(UP_SECRET_STORE_ENV);
+	const char *want = up_knobs()->secret_store;
 
 	if (!want || !*want)
 		return impls[0];

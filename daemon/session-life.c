@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "bounds.h"
+#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "session-private.h"
@@ -18,7 +19,7 @@
 
 static int64_t warn_before(void)
 {
-	const char *env = getenv("UPLINK_WARN_BEFORE_S"); /* tests use seconds, not minutes */
+	const char *env = up_knobs()->warn_before_s; /* tests use seconds, not minutes */
 	long v = env ? strtol(env, NULL, 10) : -1;
 
 	return v >= 0 ? v : UP_SESSION_WARN_BEFORE_S;

@@ -11,6 +11,7 @@
 
 #include "bounds.h"
 #include "cluster.h"
+#include "knobs.h"
 #include "kube.h"
 #include "log.h"
 #include "manifests.h"
@@ -168,7 +169,7 @@ void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod
 
 static long start_timeout_s(void)
 {
-	const char *env = getenv("UPLINK_START_TIMEOUT_S");
+	const char *env = up_knobs()->start_timeout_s;
 	long t = env ? strtol(env, NULL, 10) : 0;
 
 	return t > 0 ? t : UP_SESSION_START_TIMEOUT_S;
@@ -276,7 +277,7 @@ json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err
 {
 	const char *const *argv = session_agent_attach_argv(s);
 	const struct up_kube_context *ctx = s->ops->context(s);
-	const char *kubeconfig = getenv("KUBECONFIG");
+	const char *kubeconfig = up_knobs()->kubeconfig;
 	json_t *cmd;
 
 	if (s->state != UP_SESSION_RUNNING) {

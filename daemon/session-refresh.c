@@ -43,6 +43,7 @@
 #include "bounds.h"
 #include "fileio.h"
 #include "jsonrpc.h"
+#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "manifests.h"
@@ -104,7 +105,7 @@ struct session_refresh {
 
 static long time_divisor(void)
 {
-	const char *div = getenv("UPLINK_DEBUG_TIME_DIVISOR");
+	const char *div = up_knobs()->time_divisor;
 	long d = div ? strtol(div, NULL, 10) : 1;
 
 	return d > 1 ? d : 1;

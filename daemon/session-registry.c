@@ -13,6 +13,7 @@
 
 #include "bounds.h"
 #include "fileio.h"
+#include "knobs.h"
 #include "kube.h"
 #include "manifests.h"
 #include "session-private.h"
@@ -32,7 +33,7 @@ static bool local_k3s(const char *server)
 
 void session_registry_check(const char *server, char *problem, size_t len)
 {
-	const char *forced = getenv("UPLINK_K3S_REGISTRIES");
+	const char *forced = up_knobs()->k3s_registries;
 	const char *path = forced && *forced ? forced : K3S_REGISTRIES;
 	_cleanup_(freep) char *text = NULL;
 	char yerr[256];

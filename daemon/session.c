@@ -22,6 +22,7 @@
 #include "fileio.h"
 #include "image.h"
 #include "jsonrpc.h"
+#include "knobs.h"
 #include "kube.h"
 #include "log.h"
 #include "manager.h"
@@ -41,7 +42,7 @@ int64_t session_now(void)
 
 void session_host_ids(uid_t *uid, gid_t *gid)
 {
-	const char *env = getenv("UPLINK_DEBUG_UID");
+	const char *env = up_knobs()->debug_uid;
 	unsigned long u, g;
 	char *end;
 
@@ -481,7 +482,7 @@ void session_start_image(struct up_session *s, bool ask)
 		.force_rebuild = s->o.force_rebuild,
 		.log_path = s->o.dry_run ? NULL : log_path,
 		.plan_only = s->o.dry_run,
-		.docker = getenv("UPLINK_DOCKER"),
+		.docker = up_knobs()->docker,
 	};
 	session_progress(s, "build", 0, 0, "%s the %s image",
 			 ask ? "checking the registry for" : "hashing", s->o.agent);

@@ -18,6 +18,7 @@
 #include "bounds.h"
 #include "cluster.h"
 #include "http.h"
+#include "knobs.h"
 #include "kube-exec.h"
 #include "kube.h"
 #include "log.h"
@@ -134,7 +135,7 @@ struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *cont
 	/* [0] the cluster, [1] the registry: what the listener needs. */
 	pc = calloc(2, sizeof(*pc));
 	if (!pc ||
-	    up_cluster_new(all->loop, NULL, context ? context : getenv("UPLINK_DEPLOY_CONTEXT"),
+	    up_cluster_new(all->loop, NULL, context ? context : up_knobs()->deploy_context,
 			   &pc[0]) < 0) {
 		free(pc);
 		return NULL;
@@ -302,10 +303,10 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	all->clusters = json_object();
 	(void)snprintf(all->user, sizeof(all->user), "%s", pw ? pw->pw_name : "user");
 	(void)snprintf(all->home, sizeof(all->home), "%s",
-		       getenv("HOME") ? getenv("HOME")
+		       up_knobs()->home ? up_knobs()->home
 		       : pw	      ? pw->pw_dir
 				      : "/");
-	r = up_owner_hash(getenv("UPLINK_MACHINE_ID_FILE"), getuid(), all->owner);
+	r = up_owner_hash(up_knobs()->machine_id_file, getuid(), all->owner);
 	if (r < 0)
 		log_warning_errno(r,
 				  "Cannot read /etc/machine-id for the owner label; namespaces "
@@ -325,7 +326,7 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	(void)up_sessions_cluster(all, NULL);
 	all->resync = malloc(sizeof(*all->resync));
 	if (all->resync) {
-		const char *env = getenv("UPLINK_RESYNC_S"); /* tests shorten it */
+		const char *env = up_knobs()->resync_s; /* tests shorten it */
 		long every = env ? strtol(env, NULL, 10) : 0;
 		uint64_t ms = (uint64_t)(every > 0 ? every : UP_RESYNC_S) * 1000;
 		(void)uv_timer_init(loop, all->resync);

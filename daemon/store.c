@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "bounds.h"
+#include "knobs.h"
 #include "paths.h"
 #include "fileio.h"
 
@@ -40,7 +41,7 @@ static int fail(int r, char *err, size_t err_len, const char *doing, const char 
 
 int up_store_default_base(char *buf, size_t len)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	const char *xdg = up_knobs()->xdg_state_home, *home = up_knobs()->home;
 	int n;
 
 	if (xdg && *xdg == '/')

@@ -18,6 +18,7 @@
 
 #include "agents/claude/claude.h"
 #include "bounds.h"
+#include "daemon/knobs.h"
 #include "fileio.h"
 
 #define CREDS	"~/.claude/.credentials.json"
@@ -234,7 +235,7 @@ static int save(const char *path, struct oauth *o)
  */
 static int refresh(const char *path, struct oauth *o, time_t now, char *err, size_t len)
 {
-	const char *url = getenv(CLAUDE_TOKEN_URL_ENV);
+	const char *url = up_knobs()->token_url;
 	struct body b = {0};
 	int r;
 

@@ -24,6 +24,7 @@
 #include "ca.h"
 #include "manifests.h"
 #include "rules.h"
+#include "knobs.h"
 
 #define FIXTURES  UP_TEST_DATA_DIR "/agents/claude"
 #define MANIFESTS UP_TEST_DATA_DIR "/../../manifests"
@@ -135,8 +136,10 @@ static void test_refresh_fails(void **state)
 
 	home_new(&h, "expired");
 	setenv(CLAUDE_TOKEN_URL_ENV, "http://127.0.0.1:1/v1/oauth/token", 1);
+	up_knobs_load();
 	assert_int_equal(run(&h, NULL, NULL, true, &p, err, sizeof(err)), -EIO);
 	unsetenv(CLAUDE_TOKEN_URL_ENV);
+	up_knobs_load();
 	assert_true(strncmp(err, head, strlen(head)) == 0);
 	assert_non_null(strstr(err, "): " RELOGIN));
 	assert_null(strstr(err, SENTINEL));
@@ -745,9 +748,11 @@ static void test_registry(void **state)
 	assert_int_equal(up_agent_describe_all(buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "claude (modes anthropic, bedrock)");
 	setenv("UPLINK_DATA_DIR", "/opt/x", 1);
+	up_knobs_load();
 	assert_int_equal(up_agent_rules_path(&up_agent_claude, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/opt/x/agents/claude/default-rules.yaml");
 	unsetenv("UPLINK_DATA_DIR");
+	up_knobs_load();
 	assert_null(up_agent_prepared_free(NULL));
 }
 

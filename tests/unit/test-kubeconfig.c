@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kubeconfig.h"
+#include "knobs.h"
 
 #define D UP_TEST_DATA_DIR "/kubeconfig/"
 
@@ -163,11 +164,13 @@ static void test_env_and_home(void **state)
 
 	(void)state;
 	setenv("KUBECONFIG", D "token.yaml", 1);
+	up_knobs_load();
 	c = load_ok(NULL, "remote");
 	assert_string_equal(c->token, "sekret-token");
 	up_kube_context_free(c);
 	unsetenv("KUBECONFIG");
 	setenv("HOME", "/nonexistent-home", 1);
+	up_knobs_load();
 	load_err(NULL, NULL,
 		 "no kubeconfig found at /nonexistent-home/.kube/config; point KUBECONFIG at one, "
 		 "or "

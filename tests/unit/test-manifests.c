@@ -12,6 +12,7 @@
 #include "ca.h"
 #include "fileio.h"
 #include "manifests.h"
+#include "knobs.h"
 
 /* tests/data/../../manifests: the source tree's templates. */
 #define MANIFESTS  UP_TEST_DATA_DIR "/../../manifests"
@@ -1284,9 +1285,11 @@ static void test_load_errors(void **state)
 	(void)rmdir(tmp);
 	/* the default folder follows $UPLINK_DATA_DIR */
 	setenv("UPLINK_DATA_DIR", "/opt/x", 1);
+	up_knobs_load();
 	assert_int_equal(up_manifests_default_dir(dir, sizeof(dir)), 0);
 	assert_string_equal(dir, "/opt/x/manifests");
 	unsetenv("UPLINK_DATA_DIR");
+	up_knobs_load();
 	assert_int_equal(up_manifests_default_dir(dir, sizeof(dir)), 0);
 	assert_true(strstr(dir, "/uplink/manifests") != NULL);
 	assert_null(up_manifests_free(NULL));

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "notify.h"
+#include "knobs.h"
 
 static void test_limiter_once_a_minute(void **state)
 {
@@ -180,14 +181,17 @@ static void test_backends(void **state)
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
 	assert_int_equal(setenv(UP_NOTIFY_ENV, "0", 1), 0);
+	up_knobs_load();
 	assert_int_equal(up_notifier_new(&loop, &n), 0);
 	assert_null(n);
 	assert_string_equal(up_notifier_backend(n), "off");
 	up_notify_session_ended(n, json_pack("{s:s}", "state", "FAILED")); /* takes NULL, frees */
 	assert_false(up_notify_denied(n, "a", "x"));
 	assert_int_equal(unsetenv(UP_NOTIFY_ENV), 0);
+	up_knobs_load();
 
 	assert_int_equal(setenv(UP_NOTIFIER_ENV, "log", 1), 0);
+	up_knobs_load();
 	assert_int_equal(up_notifier_new(&loop, &n), 0);
 	assert_string_equal(up_notifier_backend(n), "log");
 	up_notify_session_ended(n, json_pack("{s:s, s:s}", "id", "a", "state", "FAILED"));
@@ -197,6 +201,7 @@ static void test_backends(void **state)
 	assert_false(up_notify_denied(n, "a", "GET x/"));
 	n = up_notifier_free(n);
 	assert_int_equal(unsetenv(UP_NOTIFIER_ENV), 0);
+	up_knobs_load();
 
 	/* No bus at all: the D-Bus backend hands over to the log. */
 	assert_int_equal(setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1), 0);

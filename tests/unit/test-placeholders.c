@@ -20,6 +20,7 @@
 #include "placeholders.h"
 #include "rules.h"
 #include "secret-store.h"
+#include "knobs.h"
 
 static char secret_file[] = "/tmp/test-placeholders-XXXXXX";
 
@@ -46,6 +47,7 @@ static int setup(void **state)
 		return -1;
 	close(fd);
 	setenv(UP_SECRET_FILE_ENV, secret_file, 1);
+	up_knobs_load();
 	return 0;
 }
 

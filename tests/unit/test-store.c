@@ -18,6 +18,7 @@
 
 #include "bounds.h"
 #include "store.h"
+#include "knobs.h"
 
 #define NOW   1700000000 /* 2023-11-14T22:13:20Z */
 #define STAMP "20231114T221320Z"
@@ -822,16 +823,19 @@ static void test_default_base(void **state)
 
 	(void)state;
 	setenv("XDG_STATE_HOME", "/x/state", 1);
+	up_knobs_load();
 	assert_int_equal(up_store_new(NULL, &s), 0);
 	assert_string_equal(up_store_base(s), "/x/state/uplink");
 	assert_string_equal(up_store_sessions_dir(s), "/x/state/uplink/sessions");
 	s = up_store_free(s);
 	setenv("XDG_STATE_HOME", "relative", 1);
 	setenv("HOME", "/home/someone", 1);
+	up_knobs_load();
 	assert_int_equal(up_store_new(NULL, &s), 0);
 	assert_string_equal(up_store_base(s), "/home/someone/.local/state/uplink");
 	s = up_store_free(s);
 	unsetenv("XDG_STATE_HOME");
+	up_knobs_load();
 	assert_int_equal(up_store_new(NULL, &s), 0);
 	assert_string_equal(up_store_base(s), "/home/someone/.local/state/uplink");
 	s = up_store_free(s);
