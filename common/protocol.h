@@ -16,12 +16,12 @@
 #define UP_NAMESPACE_MAX     (sizeof(UP_SESSION_NS_PREFIX) - 1 + UP_SESSION_ID_LEN + 1)
 
 /* The labels and annotations a session's objects carry on the cluster. */
-#define UP_LABEL_SESSION      "uplink.dev/session"
-#define UP_LABEL_OWNER	      "uplink.dev/owner"
-#define UP_ANNOT_CREATED_AT   "uplink.dev/created-at"
-#define UP_ANNOT_EXPIRES_AT   "uplink.dev/expires-at"
-#define UP_ANNOT_CWD	      "uplink.dev/cwd"
-#define UP_ANNOT_AGENT	      "uplink.dev/agent"
+#define UP_LABEL_SESSION    "uplink.dev/session"
+#define UP_LABEL_OWNER	    "uplink.dev/owner"
+#define UP_ANNOT_CREATED_AT "uplink.dev/created-at"
+#define UP_ANNOT_EXPIRES_AT "uplink.dev/expires-at"
+#define UP_ANNOT_CWD	    "uplink.dev/cwd"
+#define UP_ANNOT_AGENT	    "uplink.dev/agent"
 
 #define UP_SOCKET_ENV	    "UPLINK_SOCKET"
 #define UP_SOCKET_DIR_NAME  "uplink"

@@ -17,7 +17,6 @@
 
 struct up_kube_exposed; /* daemon/kube-expose.h */
 
-
 struct up_env {
 	const char *name;
 	const char *value;

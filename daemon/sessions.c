@@ -27,7 +27,6 @@
 #include "session-private.h"
 #include "store.h"
 
-
 static const char *ns_of(json_t *obj)
 {
 	json_t *meta = json_object_get(obj, "metadata");
@@ -134,9 +133,8 @@ struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *cont
 		return NULL;
 	/* [0] the cluster, [1] the registry: what the listener needs. */
 	pc = calloc(2, sizeof(*pc));
-	if (!pc ||
-	    up_cluster_new(all->loop, NULL, context ? context : up_knobs()->deploy_context,
-			   &pc[0]) < 0) {
+	if (!pc || up_cluster_new(all->loop, NULL, context ? context : up_knobs()->deploy_context,
+				  &pc[0]) < 0) {
 		free(pc);
 		return NULL;
 	}
@@ -304,8 +302,8 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 	(void)snprintf(all->user, sizeof(all->user), "%s", pw ? pw->pw_name : "user");
 	(void)snprintf(all->home, sizeof(all->home), "%s",
 		       up_knobs()->home ? up_knobs()->home
-		       : pw	      ? pw->pw_dir
-				      : "/");
+		       : pw		? pw->pw_dir
+					: "/");
 	r = up_owner_hash(up_knobs()->machine_id_file, getuid(), all->owner);
 	if (r < 0)
 		log_warning_errno(r,
