@@ -22,6 +22,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "k3s-registries.h"
 #include "knobs.h"
 #include "kube.h"
 #include "bounds.h"
@@ -54,11 +55,6 @@ static const struct up_param doctor_params[] = {
 };
 
 /* ---- local checks, run on a worker thread: they read files, spawn and block on D-Bus ---- */
-
-#define K3S_REGISTRIES "/etc/rancher/k3s/registries.yaml"
-#define REGISTRIES_ENV "UPLINK_K3S_REGISTRIES" /* another path, checked whatever the server */
-#define REGISTRIES_YAML \
-	"mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
 
 struct local_check {
 	const char *name, *status;
@@ -202,22 +198,13 @@ static void check_docker_daemon(struct local *l)
 		    host && *host ? " at " : "", host && *host ? host : "");
 }
 
-static bool local_k3s(const char *server)
-{
-	return streq(server, "https://127.0.0.1:6443") || streq(server, "https://localhost:6443");
-}
-
 static void check_registries(struct local *l)
 {
-	const char *forced = up_knobs()->k3s_registries;
-	const char *path = forced && *forced ? forced : K3S_REGISTRIES;
-	_cleanup_(freep) char *text = NULL;
-	char fix[1024], yerr[256];
-	json_t *doc = NULL;
-	size_t n;
-	int r;
+	struct up_k3s_check c;
+	char fix[1024];
 
-	if (!(forced && *forced) && !local_k3s(l->server)) {
+	up_k3s_registries_check(l->server, &c);
+	if (c.verdict == UP_K3S_SKIPPED) {
 		set(&l->registries, "skip", NULL,
 		    "skipped: the deploy cluster is not a local k3s (%s)",
 		    l->server[0] ? l->server : "unknown");
@@ -226,31 +213,28 @@ static void check_registries(struct local *l)
 	(void)snprintf(fix, sizeof(fix),
 		       "write this to %s, then restart k3s (sudo systemctl restart "
 		       "k3s):\n%s",
-		       path, REGISTRIES_YAML);
-	r = up_read_file(path, UP_MAX_YAML_SIZE, &text, &n);
-	if (r == -ENOENT) {
+		       c.path, UP_K3S_REGISTRIES_YAML);
+	switch (c.verdict) {
+	case UP_K3S_MISSING:
 		set(&l->registries, "fail", fix,
 		    "%s does not exist: the local k3s cannot pull agent "
 		    "images from localhost:5000",
-		    path);
-		return;
-	}
-	if (r < 0) {
-		set(&l->registries, "fail", fix, "cannot read %s: %s", path, strerror(-r));
-		return;
-	}
-	if (up_yaml_load(text, n, &doc, yerr, sizeof(yerr)) < 0) {
-		set(&l->registries, "fail", fix, "%s is not valid YAML: %s", path, yerr);
-		return;
-	}
-	if (json_object_get(json_object_get(doc, "mirrors"), "localhost:5000"))
-		set(&l->registries, "ok", NULL, "%s has a mirror for localhost:5000", path);
-	else
+		    c.path);
+		break;
+	case UP_K3S_UNREADABLE:
+		set(&l->registries, "fail", fix, "cannot read %s: %s", c.path, strerror(-c.err));
+		break;
+	case UP_K3S_INVALID:
+		set(&l->registries, "fail", fix, "%s is not valid YAML: %s", c.path, c.yaml_error);
+		break;
+	case UP_K3S_NO_MIRROR:
 		set(&l->registries, "fail", fix,
 		    "%s has no mirror for localhost:5000: the local k3s "
 		    "cannot pull agent images",
-		    path);
-	json_decref(doc);
+		    c.path);
+		break;
+	default: set(&l->registries, "ok", NULL, "%s has a mirror for localhost:5000", c.path);
+	}
 }
 
 /* NameHasOwner(name) on the bus: 1, 0, or -errno. */

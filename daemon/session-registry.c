@@ -13,53 +13,30 @@
 
 #include "bounds.h"
 #include "fileio.h"
-#include "knobs.h"
+#include "k3s-registries.h"
 #include "kube.h"
 #include "manifests.h"
 #include "session-private.h"
 #include "yaml-json.h"
 
-#define K3S_REGISTRIES "/etc/rancher/k3s/registries.yaml"
-#define REGISTRIES_FIX \
-	"mirrors:\n  \"localhost:5000\":\n    endpoint:\n      - \"http://localhost:5000\"\n"
 #define REGISTRY_PATH "/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry"
-
-/* Whether a kubeconfig server is a k3s on this machine (its API listens on 6443). */
-static bool local_k3s(const char *server)
-{
-	return server && (!strcmp(server, "https://127.0.0.1:6443") ||
-			  !strcmp(server, "https://localhost:6443"));
-}
 
 void session_registry_check(const char *server, char *problem, size_t len)
 {
-	const char *forced = up_knobs()->k3s_registries;
-	const char *path = forced && *forced ? forced : K3S_REGISTRIES;
-	_cleanup_(freep) char *text = NULL;
-	char yerr[256];
-	json_t *doc = NULL;
-	size_t n;
-	int r;
+	struct up_k3s_check c;
 
 	problem[0] = '\0';
-	if (!(forced && *forced) && !local_k3s(server))
+	up_k3s_registries_check(server, &c);
+	if (c.verdict == UP_K3S_SKIPPED || c.verdict == UP_K3S_OK)
 		return;
-	r = up_read_file(path, UP_MAX_YAML_SIZE, &text, &n);
-	if (r >= 0 && up_yaml_load(text, n, &doc, yerr, sizeof(yerr)) < 0)
-		r = -EINVAL;
-	if (r >= 0 && json_object_get(json_object_get(doc, "mirrors"), "localhost:5000")) {
-		json_decref(doc);
-		return;
-	}
-	json_decref(doc);
 	(void)snprintf(problem, len,
 		       "the local k3s cannot pull agent images: %s %s a mirror for localhost:5000. "
 		       "Write this to it, then restart k3s (sudo systemctl restart k3s):\n%s",
-		       path,
-		       r == -ENOENT ? "does not exist, so it lacks"
-		       : r < 0	    ? "cannot be read, so it lacks"
-				    : "lacks",
-		       REGISTRIES_FIX);
+		       c.path,
+		       c.verdict == UP_K3S_MISSING	? "does not exist, so it lacks"
+		       : c.verdict == UP_K3S_UNREADABLE ? "cannot be read, so it lacks"
+							: "lacks",
+		       UP_K3S_REGISTRIES_YAML);
 }
 
 static void poll_registry(struct up_session *s);
