@@ -64,3 +64,12 @@ int up_mkdir_parents(const char *path, unsigned mode)
 	}
 	return 0;
 }
+
+bool up_path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}

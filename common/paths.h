@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util.h"
@@ -14,6 +15,9 @@ int up_socket_path(char *buf, size_t len) _wur_;
 
 /* The lock file that keeps a second daemon away: beside the socket, "<dir>/uplinkd.lock". */
 int up_lock_path(const char *socket_path, char *buf, size_t len) _wur_;
+
+/* Whether `path` is `dir` or inside it, by its characters ("/" holds every path). */
+bool up_path_under(const char *path, const char *dir);
 
 /* Creates every missing folder of `path` (not the last component) with `mode`. */
 int up_mkdir_parents(const char *path, unsigned mode) _wur_;

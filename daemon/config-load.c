@@ -18,6 +18,7 @@
 #include "jsonrpc.h"
 #include "knobs.h"
 #include "params.h"
+#include "paths.h"
 #include "rpc.h"
 #include "trust.h"
 
@@ -50,19 +51,12 @@ static int load_one(struct up_config *c, const char *path, const char *home, jso
 	return r < 0 ? r : up_config_read_rules_files(c, first);
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
-}
-
 int up_config_load(struct up_config *c, const char *home, const char *config_home, const char *cwd,
 		   json_t *problems)
 {
 	static const char *const names[] = {UP_CONFIG_FILE, UP_CONFIG_FILE_OLD};
 	char dir[PATH_MAX], path[PATH_MAX + 64];
-	bool in_home = home && home[0] == '/' && home[1] && under(cwd, home);
+	bool in_home = home && home[0] == '/' && home[1] && up_path_under(cwd, home);
 	int r = 0, k, n = 0;
 
 	if (cwd[0] != '/' || strstr(cwd, "/../") || strstr(cwd, "/./") ||

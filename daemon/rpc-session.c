@@ -17,6 +17,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "paths.h"
 #include "rpc-clean.h"
 #include "rpc-session-observer.h"
 #include "rpc.h"
@@ -114,13 +115,6 @@ static bool image_ref(const char *s)
 	return s && *s && strlen(s) <= 512 && !strpbrk(s, " \t\n\"'\\");
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
-}
-
 /* The host paths of the extras: absolute (the client makes them so); the rest on the threadpool. */
 static int check_paths(const struct start_params *p, char *why, size_t len)
 {
@@ -196,7 +190,8 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 				"the working folder '%s' must be an absolute, normalised path",
 				p->cwd),
 		       -EINVAL;
-	if (!under(p->cwd, all->home) || !strcmp(p->cwd, all->home) || !strncmp(all->home, "/", 2))
+	if (!up_path_under(p->cwd, all->home) || !strcmp(p->cwd, all->home) ||
+	    !strncmp(all->home, "/", 2))
 		return snprintf(why, len,
 				"the working folder %.300s is not inside your home %.300s: uplink "
 				"mounts "

@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "kube-expose.h"
 #include "manifests.h"
+#include "paths.h"
 #include "rules.h"
 #include "session-git.h"
 #include "session-private.h"
@@ -168,15 +169,6 @@ struct mounts {
 	size_t n;
 };
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
-}
-
 /* One value of one flag: resolved, checked, added unless it is there already. */
 static int mount_add(struct mounts *ms, const char *flag, const char *raw, bool ro, bool dir_only,
 		     char *why, size_t len)
@@ -189,7 +181,8 @@ static int mount_add(struct mounts *ms, const char *flag, const char *raw, bool 
 					   flag, raw)
 				: snprintf(why, len, "%s %s does not exist", flag, raw),
 		       -EINVAL;
-	if (!under(m->path, ms->home) && !(ms->real_home[0] && under(m->path, ms->real_home)))
+	if (!up_path_under(m->path, ms->home) &&
+	    !(ms->real_home[0] && up_path_under(m->path, ms->real_home)))
 		return snprintf(why, len, "%s %s must be under %s", flag, m->path, ms->home),
 		       -EINVAL;
 	if (streq(m->path, ms->cwd))
@@ -229,7 +222,7 @@ static int mounts_overlap(const struct mounts *ms, char *why, size_t len)
 		}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++)
-			if (under(paths[i], paths[j]) || under(paths[j], paths[i]))
+			if (up_path_under(paths[i], paths[j]) || up_path_under(paths[j], paths[i]))
 				return snprintf(why, len,
 						"%s overlap: %s and %s are nested; mount "
 						"non-overlapping folders only",
@@ -460,7 +453,7 @@ static int ssh_clash(const char *what, const char *path, const char *home, const
 		if (!homes[h][0])
 			continue;
 		(void)snprintf(dot_ssh, sizeof(dot_ssh), "%s/.ssh", homes[h]);
-		if (under(dot_ssh, path))
+		if (up_path_under(dot_ssh, path))
 			return snprintf(why, len,
 					"--ssh-key-dir cannot be used with %s %s: it holds %.300s, "
 					"where the public keys are mounted file by file, and the "
@@ -473,7 +466,7 @@ static int ssh_clash(const char *what, const char *path, const char *home, const
 			       -EINVAL;
 		for (size_t i = 0; i < k->n_pub; i++) {
 			(void)snprintf(file, sizeof(file), "%s/%s", dot_ssh, k->pub[i].name);
-			if (under(path, file))
+			if (up_path_under(path, file))
 				return snprintf(why, len,
 						"--ssh-key-dir cannot be used with %s %s: "
 						"uplink mounts %s from the key folder there",
@@ -492,7 +485,7 @@ static int ssh_keys_seen(const char *what, const char *path, const char *dir, co
 	const char *dirs[] = {dir, real_dir};
 
 	for (size_t d = 0; d < ELEMENTSOF(dirs); d++)
-		if (dirs[d][0] && (under(dirs[d], path) || under(path, dirs[d])))
+		if (dirs[d][0] && (up_path_under(dirs[d], path) || up_path_under(path, dirs[d])))
 			return snprintf(why, len,
 					"--ssh-key-dir %s is seen through %s %s: its private keys "
 					"would reach the agent pod there, which the ssh-agent "

@@ -73,6 +73,16 @@ static void test_lock_path(void **state)
 	assert_int_equal(up_lock_path("/a/sock", buf, 5), -ENAMETOOLONG);
 }
 
+static void test_path_under(void **state)
+{
+	(void)state;
+	assert_true(up_path_under("/home/u", "/home/u"));
+	assert_true(up_path_under("/home/u/src", "/home/u"));
+	assert_false(up_path_under("/home/user", "/home/u"));
+	assert_false(up_path_under("/home", "/home/u"));
+	assert_true(up_path_under("/etc", "/"));
+}
+
 static void test_mkdir_parents(void **state)
 {
 	char tmpl[] = "/tmp/uplink-paths-XXXXXX", path[256];
@@ -100,7 +110,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_affixes),	      cmocka_unit_test(test_socket_env),
 		cmocka_unit_test(test_too_long),      cmocka_unit_test(test_lock_path),
-		cmocka_unit_test(test_mkdir_parents),
+		cmocka_unit_test(test_mkdir_parents), cmocka_unit_test(test_path_under),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
