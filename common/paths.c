@@ -73,3 +73,8 @@ bool up_path_under(const char *path, const char *dir)
 		return true;
 	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
+
+bool up_path_is_normal_abs(const char *path)
+{
+	return path[0] == '/' && !strstr(path, "/../") && !strstr(path, "/./");
+}

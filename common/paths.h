@@ -19,5 +19,11 @@ int up_lock_path(const char *socket_path, char *buf, size_t len) _wur_;
 /* Whether `path` is `dir` or inside it, by its characters ("/" holds every path). */
 bool up_path_under(const char *path, const char *dir);
 
+/*
+ * Whether `path` is absolute and has no "/./" or "/../" inside: the check of a folder a
+ * client names (its cwd), since the daemon's own cwd is not the client's.
+ */
+bool up_path_is_normal_abs(const char *path);
+
 /* Creates every missing folder of `path` (not the last component) with `mode`. */
 int up_mkdir_parents(const char *path, unsigned mode) _wur_;

@@ -59,8 +59,7 @@ int up_config_load(struct up_config *c, const char *home, const char *config_hom
 	bool in_home = home && home[0] == '/' && home[1] && up_path_under(cwd, home);
 	int r = 0, k, n = 0;
 
-	if (cwd[0] != '/' || strstr(cwd, "/../") || strstr(cwd, "/./") ||
-	    strlen(cwd) >= sizeof(dir))
+	if (!up_path_is_normal_abs(cwd) || strlen(cwd) >= sizeof(dir))
 		return 0; /* session.start refuses such a cwd itself */
 	(void)snprintf(dir, sizeof(dir), "%s", cwd);
 	for (;;) {

@@ -12,6 +12,7 @@
 #include "config-file.h"
 #include "jsonrpc.h"
 #include "manager.h"
+#include "paths.h"
 #include "rpc.h"
 #include "session-private.h"
 
@@ -74,7 +75,7 @@ static int rpc_show(struct up_request *req, void *params, void *userdata)
 {
 	const struct show_params *p = params;
 
-	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./")) {
+	if (!up_path_is_normal_abs(p->cwd)) {
 		up_request_errorf(req, UP_ERR_INVALID_PARAMS,
 				  "the folder '%s' must be an absolute, "
 				  "normalised path",

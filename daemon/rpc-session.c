@@ -185,7 +185,7 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 				src ? src : "", src ? ": " : "", p->agent, p->mode, known),
 		       -EINVAL;
 	}
-	if (p->cwd[0] != '/' || strstr(p->cwd, "/../") || strstr(p->cwd, "/./"))
+	if (!up_path_is_normal_abs(p->cwd))
 		return snprintf(why, len,
 				"the working folder '%s' must be an absolute, normalised path",
 				p->cwd),

@@ -83,6 +83,16 @@ static void test_path_under(void **state)
 	assert_true(up_path_under("/etc", "/"));
 }
 
+static void test_path_is_normal_abs(void **state)
+{
+	(void)state;
+	assert_true(up_path_is_normal_abs("/home/u/src"));
+	assert_true(up_path_is_normal_abs("/"));
+	assert_false(up_path_is_normal_abs("home/u"));
+	assert_false(up_path_is_normal_abs("/home/u/../v"));
+	assert_false(up_path_is_normal_abs("/home/./u"));
+}
+
 static void test_mkdir_parents(void **state)
 {
 	char tmpl[] = "/tmp/uplink-paths-XXXXXX", path[256];
@@ -108,9 +118,13 @@ static void test_mkdir_parents(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_affixes),	      cmocka_unit_test(test_socket_env),
-		cmocka_unit_test(test_too_long),      cmocka_unit_test(test_lock_path),
-		cmocka_unit_test(test_mkdir_parents), cmocka_unit_test(test_path_under),
+		cmocka_unit_test(test_affixes),
+		cmocka_unit_test(test_socket_env),
+		cmocka_unit_test(test_too_long),
+		cmocka_unit_test(test_lock_path),
+		cmocka_unit_test(test_mkdir_parents),
+		cmocka_unit_test(test_path_under),
+		cmocka_unit_test(test_path_is_normal_abs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
