@@ -68,7 +68,7 @@ const char *claude_md(const char *host, size_t host_len, struct up_agent_prepare
  */
 int claude_read_json(const char *path, const char *what, const char *missing_hint, json_t **doc,
 		     char *err, size_t err_len) _wur_;
-/* Writes `text` to `path` through a temporary file and a rename, mode 0600. */
+/* Writes `text` to `path` with up_write_file_atomic() (mode 0600), `path` split in two. */
 int claude_write_private(const char *path, const char *text, size_t len) _wur_;
 /* Overwrites every string in `v` (they may be secrets) before it is freed. */
 void claude_json_wipe(json_t *v);

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,26 +76,15 @@ int claude_read_json(const char *path, const char *what, const char *missing_hin
 
 int claude_write_private(const char *path, const char *text, size_t len)
 {
-	_cleanup_(freep) char *tmp = NULL;
-	int fd, r;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
 
-	if (asprintf(&tmp, "%s.uplink-XXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = fchmod(fd, 0600) < 0 ? -errno : 0;
-	if (r == 0)
-		r = up_write_all(fd, text, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	return r;
+	if (!slash)
+		return up_write_file_atomic(".", path, text, len, NULL);
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	(void)snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	return up_write_file_atomic(dir, slash + 1, text, len, NULL);
 }
 
 /* ---------------------------------------------------------------- settings.json */
