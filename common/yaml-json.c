@@ -381,3 +381,33 @@ char *up_yaml_dump(const json_t *v)
 	}
 	return o.buf;
 }
+
+bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void *ud)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	int docs = 0;
+	bool done = false, any = false;
+
+	(void)yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	while (!done) {
+		if (!yaml_parser_parse(&parser, &ev)) {
+			found(ud, UP_YAML_SYNTAX, &parser.problem_mark,
+			      parser.problem ? parser.problem : "?", parser.context);
+			any = true;
+			break;
+		}
+		if (ev.type == YAML_ALIAS_EVENT) {
+			found(ud, UP_YAML_ALIAS, &ev.start_mark, NULL, NULL);
+			any = true;
+		} else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
+			found(ud, UP_YAML_SECOND_DOCUMENT, &ev.start_mark, NULL, NULL);
+			any = true;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT || any;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	return any;
+}

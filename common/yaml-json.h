@@ -31,3 +31,18 @@ char *up_yaml_dump(const json_t *v);
 bool up_yaml_node_is_null(const yaml_node_t *n);
 /* 1 true, 0 false, -1 not a boolean (quoted, another word, or holding a NUL byte). */
 int up_yaml_node_boolean(const yaml_node_t *n);
+
+/*
+ * The pass before a document API reader (config files, rules) loads a text: the first of a
+ * syntax error, an alias or a second document, reported to `found` (`problem` and
+ * `context` are libyaml's words for a syntax error, NULL otherwise). Returns whether it
+ * found one.
+ */
+enum up_yaml_finding {
+	UP_YAML_SYNTAX,
+	UP_YAML_ALIAS,
+	UP_YAML_SECOND_DOCUMENT,
+};
+typedef void (*up_yaml_found_fn)(void *ud, enum up_yaml_finding what, const yaml_mark_t *at,
+				 const char *problem, const char *context);
+bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void *ud);

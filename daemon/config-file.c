@@ -542,36 +542,22 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 	}
 }
 
-/* Syntax errors, aliases and extra documents, found by a pass over the events. */
-static void prescan(struct pctx *p)
+/* Syntax errors, aliases and extra documents (up_yaml_prescan()), worded for a config file. */
+static void prescan_found(void *ud, enum up_yaml_finding what, const yaml_mark_t *mark,
+			  const char *prob, const char *context)
 {
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	int docs = 0;
-	bool done = false;
+	struct pctx *p = ud;
+	yaml_node_t at = {.start_mark = *mark};
 
-	(void)yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)p->text, p->len);
-	while (!done) {
-		if (!yaml_parser_parse(&parser, &ev)) {
-			yaml_node_t at = {.start_mark = parser.problem_mark};
-			problem(p, &at, "invalid YAML: %s%s%s",
-				parser.problem ? parser.problem : "?", parser.context ? " " : "",
-				parser.context ? parser.context : "");
-			break;
-		}
-		yaml_node_t at = {.start_mark = ev.start_mark};
-		if (ev.type == YAML_ALIAS_EVENT)
-			problem(p, &at,
-				"YAML aliases (*name) are not supported in config files; write the "
-				"value out");
-		else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
-			problem(p, &at,
-				"a config file holds one YAML document; remove the second '---'");
-		done = ev.type == YAML_STREAM_END_EVENT || p->n_problems > 0;
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&parser);
+	if (what == UP_YAML_SYNTAX)
+		problem(p, &at, "invalid YAML: %s%s%s", prob, context ? " " : "",
+			context ? context : "");
+	else if (what == UP_YAML_ALIAS)
+		problem(p, &at,
+			"YAML aliases (*name) are not supported in config files; write the "
+			"value out");
+	else
+		problem(p, &at, "a config file holds one YAML document; remove the second '---'");
 }
 
 int up_config_parse(struct up_config *c, const char *path, const char *text, size_t len,
@@ -592,7 +578,7 @@ int up_config_parse(struct up_config *c, const char *path, const char *text, siz
 					    sha, "project", project, "asks",
 					    project ? p.asks : json_array(), "rules_files")) < 0)
 		return -ENOMEM;
-	prescan(&p);
+	(void)up_yaml_prescan(text, len, prescan_found, &p);
 	if (p.n_problems > 0)
 		return p.oom ? -ENOMEM : -EINVAL;
 	(void)yaml_parser_initialize(&parser);

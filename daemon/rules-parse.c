@@ -688,36 +688,22 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 	return 0;
 }
 
-/* Syntax errors, aliases and extra documents, found by a pass over the events. */
-static void prescan(struct pctx *c, const char *text, size_t len)
+/* Syntax errors, aliases and extra documents (up_yaml_prescan()), worded for a rules file. */
+static void prescan_found(void *ud, enum up_yaml_finding what, const yaml_mark_t *mark,
+			  const char *prob, const char *context)
 {
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	int docs = 0;
-	bool done = false;
+	struct pctx *c = ud;
+	yaml_node_t at = {.start_mark = *mark};
 
-	(void)yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	while (!done) {
-		if (!yaml_parser_parse(&parser, &ev)) {
-			yaml_node_t at = {.start_mark = parser.problem_mark};
-			problem(c, &at, "YAML syntax error: %s%s%s",
-				parser.problem ? parser.problem : "?", parser.context ? " " : "",
-				parser.context ? parser.context : "");
-			break;
-		}
-		yaml_node_t at = {.start_mark = ev.start_mark};
-		if (ev.type == YAML_ALIAS_EVENT)
-			problem(c, &at,
-				"YAML aliases (*name) are not supported in rules files; "
-				"write the value out");
-		else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
-			problem(c, &at,
-				"a rules file holds one YAML document; remove the second '---'");
-		done = ev.type == YAML_STREAM_END_EVENT || c->n_problems > 0;
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&parser);
+	if (what == UP_YAML_SYNTAX)
+		problem(c, &at, "YAML syntax error: %s%s%s", prob, context ? " " : "",
+			context ? context : "");
+	else if (what == UP_YAML_ALIAS)
+		problem(c, &at,
+			"YAML aliases (*name) are not supported in rules files; "
+			"write the value out");
+	else
+		problem(c, &at, "a rules file holds one YAML document; remove the second '---'");
 }
 
 static int commit(struct pctx *c, struct up_ruleset *rs)
@@ -744,7 +730,7 @@ int up_ruleset_load_string(struct up_ruleset *rs, enum up_rule_layer layer, cons
 	yaml_parser_t parser;
 	int r = 0;
 
-	prescan(&c, text, len);
+	(void)up_yaml_prescan(text, len, prescan_found, &c);
 	if (c.n_problems > 0) {
 		report_problems(&c);
 		return -EINVAL;
