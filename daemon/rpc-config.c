@@ -169,11 +169,10 @@ static int rpc_trusted(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method config_methods[] = {
-	{"config.show", show_params, sizeof(struct show_params), rpc_show, 0},
-	{"config.trust", trust_params, sizeof(struct trust_params), rpc_trust, UP_METHOD_MUTATES},
-	{"config.untrust", trust_params, sizeof(struct trust_params), rpc_untrust,
-	 UP_METHOD_MUTATES},
-	{"config.trusted", NULL, 0, rpc_trusted, 0},
+	{"config.show", show_params, sizeof(struct show_params), rpc_show},
+	{"config.trust", trust_params, sizeof(struct trust_params), rpc_trust},
+	{"config.untrust", trust_params, sizeof(struct trust_params), rpc_untrust},
+	{"config.trusted", NULL, 0, rpc_trusted},
 	{0},
 };
 

@@ -78,9 +78,9 @@ static int rpc_shutdown(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method daemon_methods[] = {
-	{"daemon.hello", hello_params, sizeof(struct hello_params), rpc_hello, 0},
-	{"daemon.status", NULL, 0, rpc_status, 0},
-	{"daemon.shutdown", NULL, 0, rpc_shutdown, UP_METHOD_MUTATES},
+	{"daemon.hello", hello_params, sizeof(struct hello_params), rpc_hello},
+	{"daemon.status", NULL, 0, rpc_status},
+	{"daemon.shutdown", NULL, 0, rpc_shutdown},
 	{0},
 };
 

@@ -135,8 +135,8 @@ static int rpc_block(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method debug_methods[] = {
-	{"debug.notify", notify_params, sizeof(struct notify_params), rpc_notify, 0},
-	{"debug.block", block_params, sizeof(struct block_params), rpc_block, 0},
+	{"debug.notify", notify_params, sizeof(struct notify_params), rpc_notify},
+	{"debug.block", block_params, sizeof(struct block_params), rpc_block},
 	{0},
 };
 

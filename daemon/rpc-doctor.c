@@ -788,7 +788,7 @@ static int rpc_doctor(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method doctor_methods[] = {
-	{"doctor.run", doctor_params, sizeof(struct doctor_params), rpc_doctor, 0},
+	{"doctor.run", doctor_params, sizeof(struct doctor_params), rpc_doctor},
 	{0},
 };
 

@@ -454,9 +454,9 @@ static int rpc_lint(struct up_request *req, void *params, void *userdata)
 }
 
 static const struct up_method rules_methods[] = {
-	{"rules.check", check_params, sizeof(struct rules_params), rpc_check, 0},
-	{"rules.render", render_params, sizeof(struct rules_params), rpc_render, 0},
-	{"rules.lint", lint_params, sizeof(struct rules_params), rpc_lint, 0},
+	{"rules.check", check_params, sizeof(struct rules_params), rpc_check},
+	{"rules.render", render_params, sizeof(struct rules_params), rpc_render},
+	{"rules.lint", lint_params, sizeof(struct rules_params), rpc_lint},
 	{0},
 };
 

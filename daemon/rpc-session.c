@@ -743,19 +743,15 @@ GATED(up_rpc_session_logs)
 #undef GATED
 
 static const struct up_method session_methods[] = {
-	{"session.start", start_params, sizeof(struct start_params), rpc_start_gated,
-	 UP_METHOD_MUTATES},
-	{"session.list", list_params, sizeof(struct list_params), rpc_list_synced_gated, 0},
-	{"session.get", id_params, sizeof(struct id_params), rpc_get_gated, 0},
-	{"session.stop", id_params, sizeof(struct id_params), rpc_stop_gated, UP_METHOD_MUTATES},
-	{"session.attach", id_params, sizeof(struct id_params), rpc_attach_gated, 0},
-	{"session.hold", id_params, sizeof(struct id_params), rpc_hold_gated, 0},
-	{"session.extend", extend_params, sizeof(struct extend_params), rpc_extend_gated,
-	 UP_METHOD_MUTATES},
-	{"session.clean", up_clean_params, sizeof(struct up_clean_params), rpc_clean_synced_gated,
-	 UP_METHOD_MUTATES},
-	{"session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated,
-	 0},
+	{"session.start", start_params, sizeof(struct start_params), rpc_start_gated},
+	{"session.list", list_params, sizeof(struct list_params), rpc_list_synced_gated},
+	{"session.get", id_params, sizeof(struct id_params), rpc_get_gated},
+	{"session.stop", id_params, sizeof(struct id_params), rpc_stop_gated},
+	{"session.attach", id_params, sizeof(struct id_params), rpc_attach_gated},
+	{"session.hold", id_params, sizeof(struct id_params), rpc_hold_gated},
+	{"session.extend", extend_params, sizeof(struct extend_params), rpc_extend_gated},
+	{"session.clean", up_clean_params, sizeof(struct up_clean_params), rpc_clean_synced_gated},
+	{"session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated},
 	{0},
 };
 

@@ -31,14 +31,11 @@ typedef int (*up_method_fn)(struct up_request *req, void *params, void *userdata
  */
 typedef void (*up_request_cancel_fn)(struct up_request *req, void *userdata);
 
-#define UP_METHOD_MUTATES (1u << 0)
-
 struct up_method {
 	const char *name;
 	const struct up_param *params; /* NULL: takes no params */
 	size_t params_size;
 	up_method_fn fn;
-	unsigned flags;
 };
 
 struct up_request {

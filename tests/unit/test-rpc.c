@@ -99,10 +99,10 @@ static int t_push(struct up_request *req, void *params, void *ud)
 }
 
 static const struct up_method methods[] = {
-	{"t.echo", echo_params, sizeof(struct echo_params), t_echo, 0},
-	{"t.async", async_params, sizeof(struct async_params), t_async, 0},
-	{"t.fail", NULL, 0, t_fail, 0},
-	{"t.push", NULL, 0, t_push, 0},
+	{"t.echo", echo_params, sizeof(struct echo_params), t_echo},
+	{"t.async", async_params, sizeof(struct async_params), t_async},
+	{"t.fail", NULL, 0, t_fail},
+	{"t.push", NULL, 0, t_push},
 	{0},
 };
 

@@ -22,7 +22,7 @@ static int t_ping(struct up_request *req, void *params, void *ud)
 }
 
 static const struct up_method methods[] = {
-	{"t.ping", NULL, 0, t_ping, 0},
+	{"t.ping", NULL, 0, t_ping},
 	{0},
 };
 
