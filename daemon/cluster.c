@@ -308,10 +308,10 @@ int up_cluster_new(uv_loop_t *loop, const char *kubeconfig, const char *context,
 	return 0;
 }
 
-void up_cluster_free(struct up_cluster *c)
+struct up_cluster *up_cluster_free(struct up_cluster *c)
 {
 	if (!c)
-		return;
+		return NULL;
 	wake_waiters(c, true);
 	up_kube_watch_free(c->namespaces);
 	up_kube_watch_free(c->pods);
@@ -320,10 +320,11 @@ void up_cluster_free(struct up_cluster *c)
 	c->kube = NULL;
 	if (c->loading) {
 		c->freed = true; /* on_loaded() finishes the job */
-		return;
+		return NULL;
 	}
 	free(c->context);
 	free(c);
+	return NULL;
 }
 
 json_t *up_cluster_status(const struct up_cluster *c)

@@ -19,7 +19,7 @@ struct up_cluster;
 /* kubeconfig: NULL for $KUBECONFIG or ~/.kube/config; context: NULL for the default. */
 int up_cluster_new(uv_loop_t *loop, const char *kubeconfig, const char *context,
 		   struct up_cluster **ret) _wur_;
-void up_cluster_free(struct up_cluster *c);
+struct up_cluster *up_cluster_free(struct up_cluster *c);
 
 /* {context, server, state, error?, namespaces, pods} for daemon.status. */
 json_t *up_cluster_status(const struct up_cluster *c);

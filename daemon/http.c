@@ -512,12 +512,12 @@ static void on_timer_close(uv_handle_t *t)
 	free(h);
 }
 
-void up_http_free(struct up_http *h)
+struct up_http *up_http_free(struct up_http *h)
 {
 	struct up_list *pos, *tmp;
 
 	if (!h)
-		return;
+		return NULL;
 	h->closing = true;
 	up_list_for_each_safe (pos, tmp, &h->waiting)
 		req_free(up_container_of(pos, struct up_http_req, link));
@@ -525,4 +525,5 @@ void up_http_free(struct up_http *h)
 		req_free(up_container_of(pos, struct up_http_req, link));
 	(void)uv_timer_stop(&h->timer);
 	uv_close((uv_handle_t *)&h->timer, on_timer_close);
+	return NULL;
 }

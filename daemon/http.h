@@ -64,7 +64,7 @@ int up_http_new(uv_loop_t *loop, struct up_http **ret) _wur_;
  * Cancels every request (no callbacks) and closes the handles; the loop finishes the
  * job. It may be called from a request's done callback, not from a line callback.
  */
-void up_http_free(struct up_http *h);
+struct up_http *up_http_free(struct up_http *h);
 int up_http_start(struct up_http *h, const struct up_http_opts *o, up_http_done_fn done,
 		  up_http_line_fn line, void *ud, struct up_http_req **ret) _wur_;
 /* Ends a request without calling its callbacks. */

@@ -353,15 +353,16 @@ static void timer_closed(uv_handle_t *h)
 	free(h);
 }
 
-void up_kube_watch_free(struct up_kube_watch *w)
+struct up_kube_watch *up_kube_watch_free(struct up_kube_watch *w)
 {
 	if (!w)
-		return;
+		return NULL;
 	up_kube_cancel(w->call);
 	uv_close((uv_handle_t *)w->timer, timer_closed);
 	json_decref(w->cache);
 	free(w->selector);
 	free(w);
+	return NULL;
 }
 
 json_t *up_kube_watch_cache(const struct up_kube_watch *w)

@@ -27,7 +27,7 @@ typedef void (*up_watch_state_fn)(const char *error, void *ud);
 int up_kube_watch_new(struct up_kube *k, const char *kind, const char *label_selector,
 		      up_watch_event_fn ev, up_watch_state_fn state, void *ud,
 		      struct up_kube_watch **ret) _wur_;
-void up_kube_watch_free(struct up_kube_watch *w);
+struct up_kube_watch *up_kube_watch_free(struct up_kube_watch *w);
 
 /* The cache: "NAMESPACE/NAME" (or "NAME" for cluster-scoped kinds) to the object. */
 json_t *up_kube_watch_cache(const struct up_kube_watch *w);

@@ -761,10 +761,10 @@ void up_kube_cancel(struct up_kube_call *c)
 		call_free(c);
 }
 
-void up_kube_free(struct up_kube *k)
+struct up_kube *up_kube_free(struct up_kube *k)
 {
 	if (!k)
-		return;
+		return NULL;
 	if (k->refreshing) {
 		/* A plugin or a token read is under way: free when it reports back. */
 		struct up_list *pos, *tmp;
@@ -774,7 +774,8 @@ void up_kube_free(struct up_kube *k)
 			c->cb = NULL;
 			call_free(c);
 		}
-		return;
+		return NULL;
 	}
 	really_free(k);
+	return NULL;
 }

@@ -44,7 +44,7 @@ int up_kube_query(char *buf, size_t len, const char *path, ...) _wur_;
 /* Takes ownership of `ctx`. */
 int up_kube_new(uv_loop_t *loop, struct up_kube_context *ctx, struct up_kube **ret) _wur_;
 /* Cancels every call without callbacks; handles finish closing on the loop. */
-void up_kube_free(struct up_kube *k);
+struct up_kube *up_kube_free(struct up_kube *k);
 const struct up_kube_context *up_kube_get_context(const struct up_kube *k);
 
 int up_kube_get(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,

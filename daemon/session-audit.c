@@ -452,12 +452,13 @@ struct up_audit_sub *up_session_audit_subscribe(const char *id, up_audit_event_f
 	return sub;
 }
 
-void up_audit_sub_free(struct up_audit_sub *sub)
+struct up_audit_sub *up_audit_sub_free(struct up_audit_sub *sub)
 {
 	if (!sub)
-		return;
+		return NULL;
 	up_list_remove(&sub->link);
 	free(sub);
+	return NULL;
 }
 
 /* ---- reading the file back ---- */

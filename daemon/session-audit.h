@@ -54,7 +54,7 @@ typedef void (*up_audit_end_fn)(void *ud);
 struct up_audit_sub *up_session_audit_subscribe(const char *id, up_audit_event_fn ev,
 						up_audit_end_fn end, void *ud);
 /* Leaves; no callback runs after it. NULL is a no-op. */
-void up_audit_sub_free(struct up_audit_sub *sub);
+struct up_audit_sub *up_audit_sub_free(struct up_audit_sub *sub);
 
 /*
  * Parses one log line: an audit line (a JSON object no longer than
