@@ -33,6 +33,9 @@
 #define UP_AGENT_MEMORY_LIMIT_DEFAULT  "4Gi"
 #define UP_REGISTRY_IMAGE_DEFAULT      "registry:2"
 #define UP_SYSTEM_NAMESPACE	       "agent-uplink-system"
+/* The registry Deployment, which the daemon and doctor poll. */
+#define UP_REGISTRY_DEPLOYMENT_PATH \
+	"/apis/apps/v1/namespaces/" UP_SYSTEM_NAMESPACE "/deployments/registry"
 
 struct up_manifests;
 

@@ -29,6 +29,7 @@
 #include "fileio.h"
 #include "kubeconfig.h"
 #include "manager.h"
+#include "manifests.h"
 #include "notify.h"
 #include "proc.h"
 #include "protocol.h"
@@ -608,9 +609,7 @@ static void on_runtime_class(const struct up_kube_error *err, json_t *obj, void 
 		    d->runtime_class);
 	else
 		add(d, "runtime class", "warn", NULL, "cannot tell: %s", err->message);
-	if (up_kube_get(d->kube,
-			"/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry",
-			on_registry, d, &d->call) < 0)
+	if (up_kube_get(d->kube, UP_REGISTRY_DEPLOYMENT_PATH, on_registry, d, &d->call) < 0)
 		kube_done(d);
 }
 

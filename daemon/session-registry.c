@@ -19,8 +19,6 @@
 #include "session-private.h"
 #include "yaml-json.h"
 
-#define REGISTRY_PATH "/apis/apps/v1/namespaces/agent-uplink-system/deployments/registry"
-
 void session_registry_check(const char *server, char *problem, size_t len)
 {
 	struct up_k3s_check c;
@@ -66,7 +64,7 @@ static void on_registry(struct up_session *s, const struct up_kube_error *err, j
 
 static void poll_registry(struct up_session *s)
 {
-	if (session_get(s, REGISTRY_PATH, on_registry) < 0)
+	if (session_get(s, UP_REGISTRY_DEPLOYMENT_PATH, on_registry) < 0)
 		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE, "the deploy cluster is not available");
 }
 
