@@ -147,6 +147,10 @@
 #define UP_RESYNC_S		    300
 /* session.list and clean wait this long for a new cluster's first list (list --help: 5 s). */
 #define UP_CLUSTER_SYNC_WAIT_MS	    5000
+/* The deploy cluster's Service ranges (ServiceCIDRs; one per family each): kept at most, and
+ * how long a session start waits for a read in flight before rendering without them (ms). */
+#define UP_MAX_SERVICE_CIDRS	    16
+#define UP_CLUSTER_RANGES_WAIT_MS   5000
 /* session.list's columns: the fields a client asks for (a session has about a dozen). */
 #define UP_MAX_LIST_COLUMNS	    16
 /* Ended sessions' records and audit logs are kept this long (s). */

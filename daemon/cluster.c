@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "cluster-ranges.h"
 #include "list.h"
 #include "log.h"
 
@@ -33,6 +34,7 @@ struct up_cluster {
 	char *context;
 	struct up_kube *kube;
 	struct up_kube_watch *namespaces, *pods;
+	struct up_cluster_ranges *ranges; /* its Service ranges, read by the first session */
 	enum cluster_state state;
 	char error[1024];
 	bool loading, freed, ever_ready;
@@ -276,8 +278,10 @@ static void on_loaded(int r, const char *error, struct up_kube_context *ctx, voi
 		return;
 	}
 	set_state(c, CLUSTER_SYNCING, NULL);
-	r = up_kube_watch_new(c->kube, "Namespace", UP_MANAGED_SELECTOR, on_namespace_event,
-			      on_watch_state, c, &c->namespaces);
+	r = up_cluster_ranges_new(c->kube, c->context, &c->ranges);
+	if (r >= 0)
+		r = up_kube_watch_new(c->kube, "Namespace", UP_MANAGED_SELECTOR, on_namespace_event,
+				      on_watch_state, c, &c->namespaces);
 	if (r >= 0)
 		r = up_kube_watch_new(c->kube, "Pod", UP_MANAGED_SELECTOR, on_pod_event,
 				      on_watch_state, c, &c->pods);
@@ -315,6 +319,8 @@ struct up_cluster *up_cluster_free(struct up_cluster *c)
 	wake_waiters(c, true);
 	up_kube_watch_free(c->namespaces);
 	up_kube_watch_free(c->pods);
+	up_cluster_ranges_free(c->ranges);
+	c->ranges = NULL;
 	up_kube_free(c->kube);
 	c->namespaces = c->pods = NULL;
 	c->kube = NULL;
@@ -349,6 +355,11 @@ json_t *up_cluster_status(const struct up_cluster *c)
 struct up_kube *up_cluster_kube(const struct up_cluster *c)
 {
 	return c->state == CLUSTER_LOADING || c->state == CLUSTER_UNAVAILABLE ? NULL : c->kube;
+}
+
+struct up_cluster_ranges *up_cluster_ranges(const struct up_cluster *c)
+{
+	return c && up_cluster_kube(c) ? c->ranges : NULL;
 }
 
 struct up_kube_watch *up_cluster_namespaces(const struct up_cluster *c)

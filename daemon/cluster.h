@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "cluster-ranges.h"
 #include "kube-watch.h"
 #include "kube.h"
 #include "util.h"
@@ -26,6 +27,8 @@ json_t *up_cluster_status(const struct up_cluster *c);
 /* NULL until the context has loaded. */
 struct up_kube *up_cluster_kube(const struct up_cluster *c);
 struct up_kube_watch *up_cluster_namespaces(const struct up_cluster *c);
+/* Its Service ranges (daemon/cluster-ranges.h); NULL until the context has loaded. */
+struct up_cluster_ranges *up_cluster_ranges(const struct up_cluster *c);
 struct up_kube_watch *up_cluster_pods(const struct up_cluster *c);
 
 /*

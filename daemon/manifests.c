@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "ca.h"
+#include "cluster-ranges.h"
 #include "fileio.h"
 #include "kube-expose.h"
 #include "manifests-private.h"
 #include "manifests.h"
+#include "rules-private.h" /* up_cidr_normalize() */
 #include "yaml-json.h"
 
 /* Rendering state: the spec, the objects so far, the error sentence. */
@@ -426,6 +429,27 @@ static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 	return r;
 }
 
+/* The cluster's Service ranges: `--set uplink_refuse_cidrs=A,B` (manifests/mitm/README.md). */
+static int mitm_refuse_cidrs(struct render *c, json_t *pod)
+{
+	const json_t *cidrs = c->s->refuse_cidrs, *v;
+	char opt[64 + UP_MAX_SERVICE_CIDRS * (INET6_ADDRSTRLEN + 5)] = "uplink_refuse_cidrs=";
+	char norm[INET6_ADDRSTRLEN + 8];
+	size_t i, n = strlen(opt);
+
+	if (json_array_size(cidrs) == 0)
+		return 0;
+	json_array_foreach (cidrs, i, v) {
+		const char *s = json_string_value(v);
+		if (i >= UP_MAX_SERVICE_CIDRS || !s || up_cidr_normalize(s, norm, sizeof(norm)) < 0)
+			return manifests_failf(c->err, c->err_len,
+					       "refuse_cidrs[%zu] is not one of up to %d CIDRs", i,
+					       UP_MAX_SERVICE_CIDRS);
+		n += (size_t)snprintf(opt + n, sizeof(opt) - n, "%s%s", i ? "," : "", norm);
+	}
+	return set_option(manifests_dig(pod, "spec.containers.0.args"), opt);
+}
+
 /* Adds a pod and its Service once they are filled in (r == 0); frees both otherwise. */
 static int add_pod_and_service(struct render *c, json_t *pod, json_t *svc, int r)
 {
@@ -453,6 +477,8 @@ static int render_mitm(struct render *c)
 				  json_string(rc));
 	if (r == 0 && c->s->extras)
 		r = mitm_extras(c->s->extras, pod);
+	if (r == 0)
+		r = mitm_refuse_cidrs(c, pod);
 	return add_pod_and_service(c, pod, svc, r);
 }
 

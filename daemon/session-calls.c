@@ -169,6 +169,7 @@ void session_cancel_work(struct up_session *s)
 	}
 	if (s->timer)
 		(void)uv_timer_stop(s->timer);
+	session_ranges_cancel(s);
 }
 
 int session_apply(struct up_session *s, json_t *obj, session_done_fn done)

@@ -145,6 +145,7 @@ static void on_record_saved(int r, const char *err, json_t *result, void *ud)
 		free(s->server_ca);
 		s->server_ca = ctx->ca_pem ? strndup(ctx->ca_pem, ctx->ca_len) : NULL;
 	}
+	session_ranges_read(s); /* alongside the preparation: session-ranges.c */
 	s->work.data = s;
 	s->in_work = true;
 	r = uv_queue_work(s->all->loop, &s->work, prepare_work, prepare_after);

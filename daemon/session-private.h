@@ -53,6 +53,7 @@ struct up_session_cluster_ops {
 	void (*prepare)(struct up_session *s);
 };
 extern const struct up_session_cluster_ops up_session_kube_ops;
+struct up_cluster_ranges_wait;
 
 #define UP_SESSION_MAX_CALLS	   32
 /* The agent pod's main container (manifests/agent-pod.yaml). */
@@ -124,6 +125,9 @@ struct up_session {
 	unsigned plan_missing;
 	bool plan_unread, plan_available;
 	const char *plan_unasked;
+	/* session-ranges.c: the wait for the cluster's Service ranges, before rendering */
+	struct up_cluster_ranges_wait *ranges_wait;
+	bool ranges_waited;
 };
 
 /* The registry, shared by session.c, sessions.c and rpc-session.c. */
@@ -217,6 +221,14 @@ bool session_plan_image(struct up_session *s, const struct up_image_result *res)
 void session_plan_answer(struct up_session *s);
 /* Frees the (GONE) dry-run session on the next turn of the loop. */
 void session_plan_forget(struct up_session *s);
+
+/* session-ranges.c: the deploy cluster's Service ranges, the mitm's uplink_refuse_cidrs */
+void session_ranges_read(struct up_session *s);
+/* Before rendering: true when it waits (bounded) for the read and calls
+ * session_step_deploy() again; a dry run's plan says what it found. */
+bool session_ranges_wait(struct up_session *s);
+const json_t *session_ranges(const struct up_session *s); /* NULL: not known */
+void session_ranges_cancel(struct up_session *s);
 
 /* session-life.c: --ttl and --idle-timeout */
 void session_life_arm(struct up_session *s);

@@ -122,6 +122,9 @@ struct up_session_spec {
 	const char *ssh_agent_cluster_ip;
 	struct up_agent_contrib contrib;
 	const struct up_session_extras *extras; /* NULL = none */
+	/* The deploy cluster's Service ranges, normalised CIDRs (daemon/cluster-ranges.h): the
+	 * mitm's uplink_refuse_cidrs. NULL or empty = not known, the option is not set. */
+	const json_t *refuse_cidrs;
 };
 
 /* What agent-uplink-system needs. */

@@ -612,6 +612,7 @@ static int render(struct up_session *s, char *err, size_t len)
 		.ca_cert_pem = s->ca->cert_pem,
 		.ca_key_pem = s->ca->key_pem,
 		.extras = s->o.extra ? &s->o.extra->out : NULL,
+		.refuse_cidrs = session_ranges(s),
 	};
 	const struct up_agent_contrib *contrib = session_agent_contrib(s);
 	int r;
@@ -634,6 +635,8 @@ void session_step_deploy(struct up_session *s)
 {
 	char err[1024];
 
+	if (session_ranges_wait(s)) /* the cluster's Service ranges: session-ranges.c */
+		return;
 	if (render(s, err, sizeof(err)) < 0) {
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "cannot render the session's objects: %s",
 			     err);

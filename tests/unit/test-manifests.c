@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ca.h"
+#include "cluster-ranges.h"
 #include "fileio.h"
 #include "manifests.h"
 #include "knobs.h"
@@ -585,6 +586,43 @@ static void test_mitm_quiet_and_lazy(void **state)
 	assert_int_equal(count_prefix(objs, "termlog_verbosity="), 1);
 	json_decref(objs);
 	extras_done(x);
+}
+
+/* The cluster's Service ranges (daemon/cluster-ranges.h) become uplink_refuse_cidrs, once
+ * and normalised; unknown ones set nothing; a value that is no CIDR is refused. */
+static void test_mitm_refuse_cidrs(void **state)
+{
+	struct up_session_spec s = base_spec();
+	json_t *cidrs = json_pack("[s, s]", "10.43.0.0/16", "fd00:43::/112");
+	json_t *objs = render(&s);
+	char err[512] = "", buf[64];
+
+	(void)state;
+	assert_int_equal(count_prefix(objs, "uplink_refuse_cidrs="), 0);
+	json_decref(objs);
+	s.refuse_cidrs = cidrs;
+	objs = render(&s);
+	assert_true(has_arg(objs, "uplink_refuse_cidrs=10.43.0.0/16,fd00:43::/112"));
+	assert_int_equal(count_prefix(objs, "uplink_refuse_cidrs="), 1);
+	json_decref(objs);
+	objs = NULL;
+	assert_int_equal(json_array_append_new(cidrs, json_string("10.0.0.0/8,--x")), 0);
+	assert_int_equal(up_manifests_render(tpl, &s, &objs, err, sizeof(err)), -EINVAL);
+	assert_null(objs);
+	assert_string_equal(err, "refuse_cidrs[2] is not one of up to 16 CIDRs");
+	json_decref(cidrs);
+	/* the range guessed from the kubernetes Service's IP, without the ServiceCIDR API */
+	static const char *const guesses[][2] = {
+		{"10.43.0.1", "10.43.0.0/16"},	     {"10.96.0.1", "10.96.0.0/16"},
+		{"172.20.0.1", "172.20.0.0/16"},     {"192.168.5.1", "192.168.5.1/32"},
+		{"34.118.224.1", "34.118.224.1/32"}, {"fd00:10:96::1", "fd00:10:96::/112"},
+		{"2001:db8::1", "2001:db8::1/128"},
+	};
+	for (size_t i = 0; i < sizeof(guesses) / sizeof(guesses[0]); i++) {
+		assert_int_equal(up_cidr_guess_service_range(guesses[i][0], buf, sizeof(buf)), 0);
+		assert_string_equal(buf, guesses[i][1]);
+	}
+	assert_int_equal(up_cidr_guess_service_range("10.43.0", buf, sizeof(buf)), -EINVAL);
 }
 
 static void test_extras_table(void **state)
@@ -1302,6 +1340,7 @@ int main(void)
 		cmocka_unit_test(test_extras_table),
 		cmocka_unit_test(test_mitm_egress_excludes_special_ranges),
 		cmocka_unit_test(test_mitm_quiet_and_lazy),
+		cmocka_unit_test(test_mitm_refuse_cidrs),
 		cmocka_unit_test(test_order_labels_and_pods),
 		cmocka_unit_test(test_ca_key_only_in_mitm_secret),
 		cmocka_unit_test(test_sentinels_only_in_rules_secret),
