@@ -33,7 +33,8 @@ class FakeKube:
 
     def __init__(self, dir, port=0, ready_delay=1.0, terminate_delay=1.0,
                  bookmark_interval=1.0, history=1000, runtime_classes=("kata-clh",),
-                 pod_delete_delay=None, verbose=False, kubelet=None):
+                 pod_delete_delay=None, verbose=False, kubelet=None,
+                 service_cidrs=("10.43.0.0/16",), service_cidr_api=True):
         self.dir = os.path.abspath(dir)
         # None: pods become Running on their own; a dict (docker_host, egress_network,
         # egress_hosts): fakekube_kubelet runs them as docker containers.
@@ -44,7 +45,11 @@ class FakeKube:
         self._store_args = dict(ready_delay=float(ready_delay),
                                 terminate_delay=float(terminate_delay), history=history,
                                 runtime_classes=tuple(runtime_classes),
-                                pod_delete_delay=pod_delete_delay)
+                                pod_delete_delay=pod_delete_delay,
+                                service_cidrs=tuple(service_cidrs))
+        # service_cidr_api=False: a cluster older than 1.33 (or 1.31-1.32 without the beta
+        # API): servicecidrs is 404 and missing from discovery; the kubernetes Service stays
+        self.hidden_kinds = () if service_cidr_api else ("ServiceCIDR",)
         self.store = None
         self.server = None
         self.thread = None
@@ -265,6 +270,11 @@ def main(argv=None):
     ap.add_argument("--history", type=int, default=1000)
     ap.add_argument("--runtime-class", action="append", default=None,
                     help="RuntimeClass to seed (repeatable; default kata-clh)")
+    ap.add_argument("--service-cidr", action="append", default=None,
+                    help="service range to seed (repeatable, one per family; default "
+                         "10.43.0.0/16): the ServiceCIDR and Service 'kubernetes'")
+    ap.add_argument("--no-service-cidr-api", action="store_true",
+                    help="serve no servicecidrs (a cluster without the ServiceCIDR API)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--kubelet", choices=("none", "docker"), default="none",
                     help="docker: run every pod as docker containers (README.md)")
@@ -283,7 +293,9 @@ def main(argv=None):
                   terminate_delay=a.terminate_delay, bookmark_interval=a.bookmark_interval,
                   history=a.history, pod_delete_delay=a.pod_delete_delay,
                   runtime_classes=a.runtime_class if a.runtime_class is not None
-                  else ("kata-clh",), verbose=a.verbose, kubelet=kubelet)
+                  else ("kata-clh",), verbose=a.verbose, kubelet=kubelet,
+                  service_cidrs=a.service_cidr if a.service_cidr is not None
+                  else ("10.43.0.0/16",), service_cidr_api=not a.no_service_cidr_api)
     fk.start()
     print("fakekube listening on %s" % fk.url, flush=True)
     done = threading.Event()

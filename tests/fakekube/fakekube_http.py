@@ -319,8 +319,9 @@ class Handler(BaseHTTPRequestHandler):
             version, rest = parts[2], parts[3:]
         else:
             raise E.not_found_path()
+        hidden = self.server.fk.hidden_kinds
         if not rest:
-            rl = K.resource_list(group, version)
+            rl = K.resource_list(group, version, hidden)
             if rl is None:
                 raise E.not_found_path()
             return self._send(200, rl)
@@ -331,7 +332,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             resource, rest = rest[0], rest[1:]
         k = K.BY_RESOURCE.get((group, version, resource))
-        if k is None:
+        if k is None or k.kind in hidden:
             raise E.not_found_path()
         if ns is not None and not k.namespaced:
             raise E.not_found_path()

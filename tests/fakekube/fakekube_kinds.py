@@ -44,6 +44,8 @@ KINDS = [
          categories=["all"]),
     Kind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", "networkpolicy", True,
          ["netpol"]),
+    # GA in Kubernetes 1.33 (v1beta1 in 1.31-1.32); FakeKube(service_cidr_api=False) hides it
+    Kind("networking.k8s.io", "v1", "ServiceCIDR", "servicecidrs", "servicecidr", False),
     Kind("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass", False),
 ]
 
@@ -75,8 +77,8 @@ def _resource_entry(k):
     return e
 
 
-def resource_list(group, version):
-    ks = [k for k in KINDS if k.gv == (group, version)]
+def resource_list(group, version, hidden=()):
+    ks = [k for k in KINDS if k.gv == (group, version) and k.kind not in hidden]
     if not ks:
         return None
     res = []

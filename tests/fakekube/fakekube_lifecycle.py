@@ -4,6 +4,7 @@ available, namespaces that terminate with their contents."""
 
 import copy
 import datetime
+import ipaddress
 import re
 import secrets
 
@@ -201,9 +202,9 @@ class Lifecycle:
                 if old is not None and (old.get("spec") or {}).get("clusterIP"):
                     spec["clusterIP"] = old["spec"]["clusterIP"]
                 else:
-                    spec.setdefault("clusterIP", "10.96.%d.%d" % (secrets.randbelow(255),
-                                                                  1 + secrets.randbelow(253)))
-                spec["clusterIPs"] = [spec["clusterIP"]]
+                    spec.setdefault("clusterIP", self._cluster_ip())
+                if (spec.get("clusterIPs") or [None])[0] != spec["clusterIP"]:
+                    spec["clusterIPs"] = [spec["clusterIP"]]
                 spec.setdefault("ipFamilies", ["IPv4"])
                 spec.setdefault("ipFamilyPolicy", "SingleStack")
             for p in spec.get("ports") or []:
@@ -236,6 +237,14 @@ class Lifecycle:
             obj.setdefault("reportingInstance", "")
 
     # ------------------------------------------------------------ validation
+
+    def _cluster_ip(self):
+        """A random address of the first service range (Store's service_cidrs), past the
+        kubernetes Service's first one."""
+        cidrs = getattr(self.store, "service_cidrs", None) or ["10.96.0.0/16"]
+        net = ipaddress.ip_network(cidrs[0])
+        span = min(net.num_addresses - 3, 1 << 16)
+        return str(net.network_address + 2 + secrets.randbelow(max(span, 1)))
 
     def validate(self, k, obj, old):
         kind = k.kind

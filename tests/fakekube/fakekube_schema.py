@@ -486,6 +486,12 @@ NetworkPolicy = O("NetworkPolicy", {
     }),
 })
 
+ServiceCIDR = O("ServiceCIDR", {
+    "apiVersion": S, "kind": S, "metadata": ObjectMeta,
+    "spec": O("ServiceCIDRSpec", {"cidrs": L(S)}),
+    "status": ANY,
+})
+
 # ---------------------------------------------------------------- node.k8s.io/v1
 
 RuntimeClass = O("RuntimeClass", {
@@ -498,5 +504,5 @@ RuntimeClass = O("RuntimeClass", {
 KINDS = {
     "Pod": Pod, "Namespace": Namespace, "Secret": Secret, "ConfigMap": ConfigMap,
     "Service": Service, "Event": Event, "Deployment": Deployment,
-    "NetworkPolicy": NetworkPolicy, "RuntimeClass": RuntimeClass,
+    "NetworkPolicy": NetworkPolicy, "RuntimeClass": RuntimeClass, "ServiceCIDR": ServiceCIDR,
 }

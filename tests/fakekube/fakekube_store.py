@@ -4,6 +4,7 @@ pipeline (decode, validate, default, admit) and the lifecycle timers."""
 import copy
 import datetime
 import heapq
+import ipaddress
 import random
 import threading
 import time
@@ -66,7 +67,8 @@ class Scheduler(threading.Thread):
 
 class Store:
     def __init__(self, ready_delay=1.0, terminate_delay=1.0, history=1000,
-                 runtime_classes=("kata-clh",), pod_delete_delay=None):
+                 runtime_classes=("kata-clh",), pod_delete_delay=None,
+                 service_cidrs=("10.43.0.0/16",)):
         self.cond = threading.Condition(threading.RLock())
         self.rv = 100
         self.objects = {}          # (kind, ns, name) -> obj
@@ -88,6 +90,29 @@ class Store:
         for rc in runtime_classes:
             self.create(BY_KIND["RuntimeClass"], None,
                         {"metadata": {"name": rc}, "handler": rc}, manager="fakekube")
+        self._seed_service_range(service_cidrs)
+
+    def _seed_service_range(self, cidrs):
+        """As a real cluster (k3s: 10.43.0.0/16): the ServiceCIDR ``kubernetes`` and, in
+        ``default``, the Service ``kubernetes`` on the first address of each range; other
+        Services get cluster IPs from the first range."""
+        nets = [ipaddress.ip_network(c) for c in cidrs]
+        self.service_cidrs = [str(n) for n in nets]
+        if not nets:
+            return
+        self.create(BY_KIND["ServiceCIDR"], None,
+                    {"metadata": {"name": "kubernetes"}, "spec": {"cidrs": self.service_cidrs},
+                     "status": {"conditions": [{"type": "Ready", "status": "True",
+                                                "reason": "", "message": "",
+                                                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+                    manager="fakekube")
+        ips = [str(n.network_address + 1) for n in nets]
+        self.create(BY_KIND["Service"], "default",
+                    {"metadata": {"name": "kubernetes", "labels": {"component": "apiserver"}},
+                     "spec": {"clusterIP": ips[0], "clusterIPs": ips,
+                              "ipFamilies": ["IPv%d" % n.version for n in nets],
+                              "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}},
+                    manager="fakekube")
 
     def stop(self):
         with self.cond:

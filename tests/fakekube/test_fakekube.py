@@ -731,3 +731,38 @@ def test_pod_log_follow(fk, api, ns):
     fk.terminate_pod(ns, "talk", exit_code=0)
     assert r.read() == b""
     c.close()
+
+
+# ---------------------------------------------------------------- the service range
+
+@needs_kubectl
+def test_kubectl_get_servicecidrs(fk):
+    out = json.loads(kubectl(fk, "get", "servicecidrs", "-o", "json").stdout)
+    assert [(i["metadata"]["name"], i["spec"]["cidrs"]) for i in out["items"]] == \
+        [("kubernetes", ["10.43.0.0/16"])]
+
+
+def test_service_range_seeded_like_k3s(fk, api, ns):
+    st, doc, _ = api.request("GET", "/apis/networking.k8s.io/v1/servicecidrs/kubernetes")
+    assert st == 200 and doc["kind"] == "ServiceCIDR" and doc["spec"]["cidrs"] == ["10.43.0.0/16"]
+    st, doc, _ = api.request("GET", "/api/v1/namespaces/default/services/kubernetes")
+    assert st == 200 and doc["spec"]["clusterIP"] == "10.43.0.1"
+    assert doc["spec"]["clusterIPs"] == ["10.43.0.1"]
+    st, svc, _ = api.request("POST", "/api/v1/namespaces/%s/services" % ns, {
+        "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    assert st == 201 and svc["spec"]["clusterIP"].startswith("10.43.")
+    st, _, _ = api.request("GET", "/apis/networking.k8s.io/v1beta1/servicecidrs")
+    assert st == 404
+
+
+def test_without_the_servicecidr_api(tmp_path):
+    with FakeKube(str(tmp_path), service_cidrs=("10.96.0.0/12", "fd00:10:96::/112"),
+                  service_cidr_api=False) as f:
+        c = Client(f)
+        st, doc, _ = c.request("GET", "/apis/networking.k8s.io/v1/servicecidrs")
+        assert st == 404 and doc["reason"] == "NotFound"
+        st, doc, _ = c.request("GET", "/apis/networking.k8s.io/v1")
+        assert "servicecidrs" not in [r["name"] for r in doc["resources"]]
+        st, doc, _ = c.request("GET", "/api/v1/namespaces/default/services/kubernetes")
+        assert doc["spec"]["clusterIPs"] == ["10.96.0.1", "fd00:10:96::1"]
+        c.close()
