@@ -22,7 +22,8 @@ SPECIAL = {
     "nat64.uplink.test": "64:ff9b::a9fe:a9fe",
     "zero.uplink.test": "0.0.0.0",
     "multicast.uplink.test": "224.0.0.1",
-    "service.uplink.test": "10.43.0.1",
+    "service.uplink.test": "10.43.0.1",  # the API server's ClusterIP (uplink_refuse_cidrs)
+    "kubedns.uplink.test": "10.43.0.10",  # another Service of the cluster's range
 }
 RESOLVE = [f"{n}={ip}" for n, ip in SPECIAL.items()] + [
     "mixed.uplink.test=127.0.0.1+10.9.9.9", "named.uplink.test=169.254.169.253",
@@ -94,6 +95,24 @@ def test_a_rule_naming_the_ip_reaches_it(conn):
     assert _connected_to(conn, "named.uplink.test")
     res = send(conn.port, "http", "127.0.0.1", 80, "GET", "/", headers=[])
     assert res.status == 502  # 127.0.0.1 is still not named
+
+
+def test_a_kube_rule_naming_a_cluster_ip_reaches_it_in_the_refused_range(conn):
+    """uplinkd refuses the cluster's service range (uplink_refuse_cidrs=10.43.0.0/16 here);
+    a --kube-context whose server is a ClusterIP gets a kube rule whose host is that IP,
+    escaped as uplinkd escapes it (a backslash before every character that is not a letter,
+    digit or '_'): the addon takes it as naming the IP. The rest of the range stays shut."""
+    kube = {"name": "kube-incluster", "layer": "kube", "hosts": ["10\\.43\\.0\\.1"],
+            "port": 6443}
+    conn.set_rules([kube, CATCH_ALL])
+    # plain http: the test upstream's certificate holds no IP address
+    res = send(conn.port, "http", "10.43.0.1", 6443, "GET", "/api")
+    assert res.status == 200 and res.json()["path"] == "/api", res  # the echo answered
+    before = len(conn.mitm.audit())
+    res = send(conn.port, "https", "10.43.0.10", 443, "GET", "/", trust=conn.pki.mitm_ca)
+    assert res.status == 502 and _connected_to(conn, "10.43.0.10") == [], res
+    (line,) = _new_audit(conn, before)
+    assert "uplink_refuse_cidrs" in line["reason"], line
 
 
 def test_the_allowed_address_of_several_is_taken(conn):
