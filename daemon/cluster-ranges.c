@@ -114,8 +114,7 @@ static const struct {
 	{"/apis/networking.k8s.io/v1beta1/servicecidrs", "its ServiceCIDR objects (v1beta1)",
 	 from_servicecidrs},
 	{"/api/v1/namespaces/default/services/kubernetes",
-	 "the kubernetes Service's cluster IP, the range's size guessed: it has no ServiceCIDR "
-	 "API",
+	 "the kubernetes Service's cluster IPs (no ServiceCIDR API; the range's size guessed)",
 	 from_kubernetes_service},
 };
 

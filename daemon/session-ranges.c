@@ -33,7 +33,7 @@ static void plan_line(struct up_session *s, const json_t *cidrs)
 
 	if (joined)
 		session_plan_add(s,
-				 "service range %s (from %s): the mitm refuses it unless a "
+				 "service range %s from %s: the mitm refuses it unless a "
 				 "rule names the IP",
 				 joined, up_cluster_ranges_source(up_cluster_ranges(s->cluster)));
 	else

@@ -57,7 +57,8 @@ def old_env(tmpdir_short, tmp_path, registry):  # noqa: F811
 def test_the_servicecidrs_become_the_mitms_refused_range(env):
     items, lines, r = dry(env)
     assert refuse_option(items) == "10.43.0.0/16", mitm_args(items)
-    assert any(line.startswith("service range 10.43.0.0/16 (from its ServiceCIDR objects")
+    assert any(line == "service range 10.43.0.0/16 from its ServiceCIDR objects (v1): the mitm "
+               "refuses it unless a rule names the IP"
                for line in lines), r.stderr
     assert len(gets(env, SERVICECIDRS)) == 1
     assert "service range 10.43.0.0/16" in env.daemon.logs()
