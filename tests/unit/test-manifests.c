@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "ca.h"
-#include "cluster-ranges.h"
 #include "fileio.h"
 #include "manifests.h"
 #include "knobs.h"
@@ -595,7 +594,7 @@ static void test_mitm_refuse_cidrs(void **state)
 	struct up_session_spec s = base_spec();
 	json_t *cidrs = json_pack("[s, s]", "10.43.0.0/16", "fd00:43::/112");
 	json_t *objs = render(&s);
-	char err[512] = "", buf[64];
+	char err[512] = "";
 
 	(void)state;
 	assert_int_equal(count_prefix(objs, "uplink_refuse_cidrs="), 0);
@@ -611,18 +610,6 @@ static void test_mitm_refuse_cidrs(void **state)
 	assert_null(objs);
 	assert_string_equal(err, "refuse_cidrs[2] is not one of up to 16 CIDRs");
 	json_decref(cidrs);
-	/* the range guessed from the kubernetes Service's IP, without the ServiceCIDR API */
-	static const char *const guesses[][2] = {
-		{"10.43.0.1", "10.43.0.0/16"},	     {"10.96.0.1", "10.96.0.0/16"},
-		{"172.20.0.1", "172.20.0.0/16"},     {"192.168.5.1", "192.168.5.1/32"},
-		{"34.118.224.1", "34.118.224.1/32"}, {"fd00:10:96::1", "fd00:10:96::/112"},
-		{"2001:db8::1", "2001:db8::1/128"},
-	};
-	for (size_t i = 0; i < sizeof(guesses) / sizeof(guesses[0]); i++) {
-		assert_int_equal(up_cidr_guess_service_range(guesses[i][0], buf, sizeof(buf)), 0);
-		assert_string_equal(buf, guesses[i][1]);
-	}
-	assert_int_equal(up_cidr_guess_service_range("10.43.0", buf, sizeof(buf)), -EINVAL);
 }
 
 static void test_extras_table(void **state)
