@@ -294,6 +294,14 @@ static void test_escape_and_pem(void **state)
 	(void)state;
 	assert_string_equal(e, "api\\.x\\-1_y\\.test");
 	free(e);
+	/* a server that is a cluster IP: the addon reads these as naming the IP
+	 * (test_addon_connections) */
+	e = up_regex_escape("10.43.0.1");
+	assert_string_equal(e, "10\\.43\\.0\\.1");
+	free(e);
+	e = up_regex_escape("fd00:43::1");
+	assert_string_equal(e, "fd00\\:43\\:\\:1");
+	free(e);
 	e = up_pem_concat("CERT", 4, "KEY\n", 4, &n);
 	assert_string_equal(e, "CERT\nKEY\n");
 	assert_int_equal(n, 9);
