@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import yaml
 
 import fakekube_errors as E
+import fakekube_exec
 import fakekube_kinds as K
 import fakekube_openapi
 import fakekube_proto
@@ -341,6 +342,7 @@ class Handler(BaseHTTPRequestHandler):
         if len(rest) > 2:
             raise E.not_found_path()
         if sub is not None and (k.kind, sub) not in (("Pod", "status"), ("Pod", "log"),
+                                                     ("Pod", "exec"),
                                                      ("Deployment", "status"),
                                                      ("Service", "status"),
                                                      ("Namespace", "status"),
@@ -400,6 +402,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _resource(self, method, k, ns, name, sub):
         store = self.server.fk.store
+        if sub == "exec" and method in ("GET", "POST"):
+            return fakekube_exec.serve(self, ns, name)
         if method in ("GET", "HEAD"):
             if name is None:
                 if _truthy(_q1(self._q, "watch", "")):
