@@ -91,8 +91,9 @@ def serve(h, ns, name):
     env, cid, cmd = _target(h, ns, name)
     if h.headers.get("Upgrade", "").lower() != "websocket":
         raise E.bad_request("fakekube speaks pods/exec over WebSocket only (%s), not %s: use "
-                            "kubectl 1.30 or newer" % (", ".join(PROTOCOLS),
-                                                       h.headers.get("Upgrade") or "plain HTTP"))
+                            "kubectl 1.30 or newer, without KUBECTL_REMOTE_COMMAND_WEBSOCKETS="
+                            "false" % (", ".join(PROTOCOLS),
+                                       h.headers.get("Upgrade") or "plain HTTP"))
     offered = [p.strip() for p in h.headers.get("Sec-WebSocket-Protocol", "").split(",")]
     proto = next((p for p in PROTOCOLS if p in offered), None)
     key = h.headers.get("Sec-WebSocket-Key", "")

@@ -2,11 +2,15 @@
 remote-command protocol (v5.channel.k8s.io) relayed to `docker exec`. Skipped where docker,
 debootstrap or kubectl are missing."""
 
+import base64
 import fcntl
+import json
 import os
 import re
 import select
 import shutil
+import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -20,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "e2e"))
 
+import fakekube_exec  # noqa: E402
 from fakekube import FakeKube  # noqa: E402
 from localcluster import ROOT, STATE, Dockerd, _docker_env, unavailable  # noqa: E402
 
@@ -81,6 +86,97 @@ def test_stdin_is_relayed_and_its_end_closes_it(fk):
 def test_missing_container_fails_clearly(fk):
     r = kubectl(fk, "exec", "p", "-c", "nope", "--", "true")
     assert r.returncode != 0 and b"container nope is not valid for pod p" in r.stderr
+
+
+def test_spdy_is_refused_with_what_to_do(fk):
+    env = dict(os.environ, KUBECTL_REMOTE_COMMAND_WEBSOCKETS="false")
+    r = kubectl(fk, "exec", "p", "--", "true", env=env)
+    assert r.returncode == 1
+    assert b"over WebSocket only" in r.stderr and b"SPDY/3.1" in r.stderr
+
+
+class Ws:
+    """A bare RFC 6455 client, to send what kubectl never does: v4, fragments, pings."""
+
+    def __init__(self, fk, query, proto="v4.channel.k8s.io"):
+        ctx = ssl.create_default_context(cafile=fk.paths["ca.crt"])
+        self.s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", fk.port)),
+                                 server_hostname="127.0.0.1")
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.s.sendall(("GET /api/v1/namespaces/t/pods/p/exec?%s HTTP/1.1\r\nHost: x\r\n"
+                        "Authorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: websocket"
+                        "\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n"
+                        "Sec-WebSocket-Protocol: %s\r\n\r\n"
+                        % (query, fk.pki.token, key, proto)).encode())
+        self.f = self.s.makefile("rb")
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            head += self.f.read(1)
+        self.head = head.decode()
+
+    def frame(self, op, data, fin=True, mask=True, length=None):
+        n = len(data) if length is None else length
+        b1 = (0x80 if mask else 0) | (n if n < 126 else 127)
+        out = bytes([(0x80 if fin else 0) | op, b1])
+        if n >= 126:
+            out += struct.pack(">Q", n)
+        m = os.urandom(4) if mask else b""
+        body = bytes(c ^ m[i & 3] for i, c in enumerate(data)) if mask else data
+        self.s.sendall(out + m + body)
+
+    def recv(self):
+        """(opcode, payload) of the next frame; None when the server closed."""
+        h = self.f.read(2)
+        if len(h) < 2:
+            return None
+        n = h[1] & 0x7F
+        if n == 126:
+            n = struct.unpack(">H", self.f.read(2))[0]
+        elif n == 127:
+            n = struct.unpack(">Q", self.f.read(8))[0]
+        return h[0] & 0x0F, self.f.read(n)
+
+    def until_close(self):
+        got = []
+        while True:
+            fr = self.recv()
+            if fr is None or fr[0] == 8:
+                return got, fr
+            got.append(fr)
+
+
+def test_v4_fragments_and_pings(fk):
+    ws = Ws(fk, "command=head&command=-c&command=6&stdin=true&stdout=true&stderr=true")
+    assert ws.head.startswith("HTTP/1.1 101") and "v4.channel.k8s.io" in ws.head
+    ws.frame(9, b"are you there")
+    ws.frame(2, b"\x00ab", fin=False)
+    ws.frame(9, b"again")                  # a control frame between fragments
+    ws.frame(0, b"cd", fin=False)
+    ws.frame(0, b"ef")
+    got, close = ws.until_close()
+    assert (10, b"are you there") in got and (10, b"again") in got
+    data = [p for op, p in got if op == 2]
+    assert b"".join(p[1:] for p in data if p[:1] == b"\x01") == b"abcdef"
+    assert json.loads(data[-1][1:]) == {"metadata": {}, "status": "Success"}
+    assert close is not None
+
+
+def test_unmasked_and_oversized_frames_end_the_session(fk):
+    ws = Ws(fk, "command=cat&stdin=true&stdout=true", proto="v5.channel.k8s.io")
+    ws.frame(2, b"\x00hi\n", mask=False)
+    got, close = ws.until_close()
+    assert not [p for op, p in got if p[:1] == b"\x01" and p[1:]]    # cat never saw it
+    ws = Ws(fk, "command=cat&stdin=true&stdout=true", proto="v5.channel.k8s.io")
+    ws.frame(2, b"", length=fakekube_exec.MAX_FRAME_BYTES + 1)
+    got, close = ws.until_close()
+    assert not [p for op, p in got if p[:1] == b"\x01" and p[1:]]
+
+
+def test_no_known_subprotocol_is_a_bad_request(fk):
+    ws = Ws(fk, "command=true&stdout=true", proto="channel.k8s.io")
+    assert ws.head.startswith("HTTP/1.1 400")
+    assert b"v5.channel.k8s.io" in ws.f.read(int(ws.head.split("Content-Length: ")[1]
+                                                      .split("\r\n")[0]))
 
 
 class Pty:
