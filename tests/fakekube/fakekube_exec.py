@@ -215,7 +215,7 @@ class Session:
         self.want = want
         self.master = None
 
-    def _spawn(self):
+    def _spawn(self, early):
         tty = self.want["tty"]
         args = ["docker", "exec"] + (["-i"] if self.want["stdin"] or tty else []) + (
             ["-t"] if tty else []) + [self.cid] + list(self.cmd)
@@ -224,6 +224,8 @@ class Session:
             return subprocess.Popen(args, env=self.env, stdin=pipe if self.want["stdin"] else
                                     subprocess.DEVNULL, stdout=pipe, stderr=pipe)
         self.master, slave = os.openpty()
+        if early and early[0] == RESIZE:
+            self._resize(early[1:])
         try:
             return subprocess.Popen(args, env=self.env, stdin=slave, stdout=slave, stderr=slave,
                                     start_new_session=True, preexec_fn=_controlling_tty)
@@ -231,18 +233,27 @@ class Session:
             os.close(slave)
 
     def run(self):
+        # the lowest writable channel gets an empty frame: "the streams are open"
+        first = STDOUT if self.want["stdout"] else STDERR if self.want["stderr"] else ERROR
+        early = None
         try:
-            p = self._spawn()
+            self.ws.channel(first, b"")
+            if self.want["tty"]:
+                # kubectl sends the terminal's size first: give it to the pty before the
+                # docker CLI reads it, or the command starts on a 0x0 terminal
+                early = self.ws.recv()
+                if early is None:
+                    return
+        except (WsClosed, OSError, ValueError):
+            return
+        try:
+            p = self._spawn(early)
         except OSError as e:
             self._finish_error("fakekube could not run docker exec: %s" % e)
             return
         outs = self._pumps(p)
-        # the lowest writable channel gets an empty frame: "the streams are open"
-        first = STDOUT if self.want["stdout"] else STDERR if self.want["stderr"] else ERROR
-        try:
-            self.ws.channel(first, b"")
-        except (WsClosed, OSError):
-            pass
+        if early:
+            self._message(p, early[0], early[1:])
         reader = threading.Thread(target=self._read_client, args=(p,), daemon=True)
         reader.start()
         rc = p.wait()

@@ -222,6 +222,13 @@ class Pty:
                 return m.group(1)
             self._more(deadline)
 
+    def size_becomes(self, want, asks=50):
+        for _ in range(asks):
+            self.send(b"echo \"<$(stty size)>\"\r")
+            if self.expect_size() == want:
+                return True
+        return False
+
     def send(self, data):
         os.write(self.master, data)
 
@@ -230,17 +237,11 @@ def test_interactive_tty_resizes_and_exit_ends_it(fk):
     t = Pty([KUBECTL, "--kubeconfig", fk.kubeconfig, "-n", "t", "exec", "-it", "p", "-c",
              "main", "--", "sh"], 31, 97)
     try:
-        t.send(b"echo \"<$(stty size)>\"\r")
-        assert t.expect_size() == b"31 97"
+        # docker sets the exec's terminal size just after the command starts, and a resize's
+        # SIGWINCH is asynchronous: ask until the answer is right (each ask waits for its own)
+        assert t.size_becomes(b"31 97")
         t.winsize(42, 123)
-        # the resize reaches the container's terminal; SIGWINCH is asynchronous, so ask
-        # again until the answer changes (each ask waits for its own answer)
-        for _ in range(50):
-            t.send(b"echo \"<$(stty size)>\"\r")
-            size = t.expect_size()
-            if size == b"42 123":
-                break
-        assert size == b"42 123"
+        assert t.size_becomes(b"42 123")
         t.send(b"exit 0\r")
         assert t.p.wait(timeout=60) == 0
     finally:
