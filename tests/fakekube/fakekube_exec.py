@@ -144,10 +144,11 @@ class Ws:
         if n > MAX_FRAME_BYTES:
             raise WsClosed("frame of %d bytes over MAX_FRAME_BYTES (%d)" % (n, MAX_FRAME_BYTES))
         mask = self._read(4)
-        data = bytearray(self._read(n))
-        for i in range(n):
-            data[i] ^= mask[i & 3]
-        return bool(b0 & 0x80), b0 & 0x0F, bytes(data)
+        data = self._read(n)
+        if n:   # XOR with the key repeated, as one big integer: no Python loop per byte
+            key = (mask * (n // 4 + 1))[:n]
+            data = (int.from_bytes(data, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+        return bool(b0 & 0x80), b0 & 0x0F, data
 
     def recv(self):
         """The next data message as bytes; None once the peer closed."""
