@@ -61,7 +61,11 @@ def daemon(cluster):
     d = Daemon(tmp, wrapper=AS_USER, env={
         "HOME": str(home), "KUBECONFIG": str(kubeconfig), "UPLINK_DATA_DIR": str(ROOT),
         "XDG_STATE_HOME": str(tmp / "state"), "UPLINK_MACHINE_ID_FILE": str(tmp / "machine-id"),
-        "DOCKER_HOST": cluster.docker_host, "UPLINK_KUBECTL": str(HERE / "kubectl-docker"),
+        "DOCKER_HOST": cluster.docker_host,
+        # attach: kubectl-docker turns kubectl exec into docker exec; UPLINK_E2E_REAL_KUBECTL=1
+        # runs the real kubectl exec instead (fakekube serves pods/exec over WebSocket)
+        **({} if os.environ.get("UPLINK_E2E_REAL_KUBECTL") == "1"
+           else {"UPLINK_KUBECTL": str(HERE / "kubectl-docker")}),
     })
     d.home = home
     d.start(wait=False)
