@@ -248,3 +248,33 @@ def test_interactive_tty_resizes_and_exit_ends_it(fk):
         if t.p.poll() is None:
             t.p.kill()
         os.close(t.master)
+
+
+def docker_execs():
+    """The `docker exec` CLIs this process (fakekube's) runs."""
+    me, found = str(os.getpid()), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open("/proc/%s/stat" % pid).read()
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and cmd[:2] == [b"docker", b"exec"]:
+            found.append(pid)
+    return found
+
+
+def test_a_killed_kubectl_ends_its_docker_exec(fk):
+    t = Pty([KUBECTL, "--kubeconfig", fk.kubeconfig, "-n", "t", "exec", "-it", "p", "--",
+             "sh"], 24, 80)
+    try:
+        assert t.size_becomes(b"24 80")
+        assert docker_execs()
+        t.p.kill()
+        t.p.wait()
+        # without fakekube ending it, the CLI lingers for minutes (seen: 144 s)
+        fk.wait_for(lambda: not docker_execs(), timeout=15)
+    finally:
+        if t.p.poll() is None:
+            t.p.kill()
+        os.close(t.master)
