@@ -42,8 +42,9 @@ def cluster():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def daemon(cluster):
+def user_daemon(cluster, extra_env=None, expires_in_s=30 * 86400):
+    """uplinkd as uid 1000 on the local cluster, with a Claude login whose token ends in
+    `expires_in_s`: started, and synced with the cluster."""
     tmp = Path(tempfile.mkdtemp(prefix="upld-", dir="/tmp"))
     tmp.chmod(0o755)
     home = tmp / "home"
@@ -51,9 +52,13 @@ def daemon(cluster):
     (home / "proj").mkdir()
     (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
         "accessToken": TOKEN, "refreshToken": REFRESH,
-        "expiresAt": int((time.time() + 30 * 86400) * 1000), "scopes": ["user:inference"],
+        "expiresAt": int((time.time() + expires_in_s) * 1000), "scopes": ["user:inference"],
         "subscriptionType": "pro"}}))
     (home / ".claude" / "settings.json").write_text(json.dumps({}))
+    # as after a first `claude` on the host: onboarding done, the project trusted
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "projects": {str(home / "proj"): {"hasTrustDialogAccepted": True}}}))
     (tmp / "machine-id").write_text("0123456789abcdef0123456789abcdef\n")
     kubeconfig = tmp / "kubeconfig"
     shutil.copy(cluster.kubeconfig, kubeconfig)
@@ -66,19 +71,34 @@ def daemon(cluster):
         # runs the real kubectl exec instead (fakekube serves pods/exec over WebSocket)
         **({} if os.environ.get("UPLINK_E2E_REAL_KUBECTL") == "1"
            else {"UPLINK_KUBECTL": str(HERE / "kubectl-docker")}),
+        **(extra_env or {}),
     })
     d.home = home
     d.start(wait=False)
+    wait_until_synced(d)
+    return d
+
+
+def wait_until_synced(d):
     wait_for(lambda: '"state": "ready"' in d.client("status", "--json", user=UID).stdout,
-             timeout=60,
-             what="the deploy cluster to sync")
-    yield d
+             timeout=60, what="the deploy cluster to sync")
+
+
+def end_daemon(d, secrets_=(TOKEN, REFRESH)):
     rc = d.stop()
     logs = d.logs()
     d.close()
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(d.tmp, ignore_errors=True)
     assert rc == 0, logs[-3000:]
-    assert TOKEN not in logs and REFRESH not in logs
+    for s in secrets_:
+        assert s not in logs
+
+
+@pytest.fixture(scope="module")
+def daemon(cluster):
+    d = user_daemon(cluster)
+    yield d
+    end_daemon(d)
 
 
 def dump(cluster, daemon, screen):
@@ -144,23 +164,36 @@ def test_run_claude_print_for_real(cluster, daemon):
              what="the session's network to go")
 
 
+def uplink(daemon, *args, timeout=120):
+    """The client as the user, output captured."""
+    env = dict(daemon.env)
+    env.pop("UPLINK_DEBUG", None)
+    return subprocess.run([*AS_USER, uplink_bin(), *args], env=env, cwd=daemon.home / "proj",
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def agent_containers(cluster, sid):
+    return cluster.docker("ps", "-q", "--filter", "label=uplink-fakekube.pod=agent-uplink-%s/agent"
+                          % sid).stdout.split()
+
+
+def run_detached(cluster, daemon, *args):
+    """`uplink run claude --detach ARGS`: (session id, agent container)."""
+    r = uplink(daemon, "run", "claude", "--detach", "--mitmproxy-image", "uplink-test/mitmproxy:8",
+               "--mitm-ca-cert", str(cluster.ca_cert), *args, timeout=900)
+    assert r.returncode == 0, (r.stderr, daemon.logs()[-3000:])
+    sid = r.stdout.strip()
+    ids = agent_containers(cluster, sid)
+    assert len(ids) == 1, ids
+    return sid, ids[0]
+
+
 @pytest.fixture
 def detached(cluster, daemon):
     """A session left running (Claude Code waiting in its tmux): (session id, agent container)."""
-    env = dict(daemon.env)
-    env.pop("UPLINK_DEBUG", None)
-    r = subprocess.run([*AS_USER, uplink_bin(), "run", "claude", "--detach", "--mitmproxy-image",
-                        "uplink-test/mitmproxy:8", "--mitm-ca-cert", str(cluster.ca_cert)],
-                       env=env, cwd=daemon.home / "proj", capture_output=True, text=True,
-                       timeout=900)
-    assert r.returncode == 0, (r.stderr, daemon.logs()[-3000:])
-    sid = r.stdout.strip()
-    ids = cluster.docker("ps", "-q", "--filter", "label=uplink-fakekube.pod=agent-uplink-%s/agent"
-                         % sid).stdout.split()
-    assert len(ids) == 1, ids
-    yield sid, ids[0]
-    subprocess.run([*AS_USER, uplink_bin(), "stop", sid], env=env, capture_output=True,
-                   timeout=120)
+    sid, cid = run_detached(cluster, daemon)
+    yield sid, cid
+    uplink(daemon, "stop", sid)
 
 
 def mitm_log(cluster, sid):
