@@ -42,9 +42,11 @@ def cluster():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def user_daemon(cluster, extra_env=None, expires_in_s=30 * 86400):
+def user_daemon(cluster, extra_env=None, expires_in_s=30 * 86400,
+                machine_id="0123456789abcdef0123456789abcdef"):
     """uplinkd as uid 1000 on the local cluster, with a Claude login whose token ends in
-    `expires_in_s`: started, and synced with the cluster."""
+    `expires_in_s`: started, and synced with the cluster. Two at once need two machine ids
+    (each takes the other's sessions for its own leftovers)."""
     tmp = Path(tempfile.mkdtemp(prefix="upld-", dir="/tmp"))
     tmp.chmod(0o755)
     home = tmp / "home"
@@ -59,7 +61,7 @@ def user_daemon(cluster, extra_env=None, expires_in_s=30 * 86400):
     (home / ".claude.json").write_text(json.dumps({
         "hasCompletedOnboarding": True, "theme": "dark",
         "projects": {str(home / "proj"): {"hasTrustDialogAccepted": True}}}))
-    (tmp / "machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    (tmp / "machine-id").write_text(machine_id + "\n")
     kubeconfig = tmp / "kubeconfig"
     shutil.copy(cluster.kubeconfig, kubeconfig)
     subprocess.run(["chown", "-R", "%d:%d" % (UID, UID), str(tmp)], check=True)
