@@ -1,18 +1,14 @@
 """Sessions that outlive their parts, on the local cluster (localcluster.py), with the real
 uplinkd and images: the daemon killed and restarted under a running session, the client
-killed while the pods start, the login token renewed while the agent runs, and an
-interactive `uplink run claude` in a host tmux, left and attached again."""
+killed while the pods start, the login token renewed while the agent runs."""
 
 import os
 import pty
 import re
 import select
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -231,76 +227,3 @@ def test_login_token_renewed_reaches_the_running_agent(cluster, renewing):  # no
             "-e %s" % RENEWED, ""), r.stdout[-2000:]
     finally:
         uplink(renewing, "stop", sid)
-
-
-class HostTmux:
-    """A tmux server on the host, as the user, on its own socket."""
-
-    def __init__(self, daemon):
-        self.dir = Path(tempfile.mkdtemp(prefix="uplt-", dir="/tmp"))
-        os.chown(self.dir, UID, UID)
-        self.sock = str(self.dir / "tmux.sock")
-        self.env = dict(daemon.env)
-        self.env.pop("UPLINK_DEBUG", None)
-        self.env["TERM"] = "xterm-256color"
-        self.cwd = daemon.home / "proj"
-
-    def tmux(self, *args):
-        return subprocess.run([*AS_USER, "tmux", "-S", self.sock, *args], env=self.env,
-                              cwd=self.cwd, capture_output=True, text=True, timeout=60)
-
-    def window(self, name, *cmd):
-        first = not os.path.exists(self.sock)
-        args = (["new-session", "-d", "-s", "e2e", "-x", "200", "-y", "50", "-n", name]
-                if first else ["new-window", "-d", "-t", "e2e", "-n", name])
-        r = self.tmux(*args, "--", *cmd)
-        assert r.returncode == 0, r.stderr
-        if first:
-            self.tmux("set-option", "-g", "remain-on-exit", "on")
-
-    def pane(self, name):
-        return self.tmux("capture-pane", "-p", "-t", "e2e:" + name).stdout
-
-    def pane_pid(self, name):
-        return int(self.tmux("display-message", "-p", "-t", "e2e:" + name, "#{pane_pid}").stdout)
-
-    def close(self):
-        self.tmux("kill-server")
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def test_interactive_in_a_host_tmux(cluster, daemon):  # noqa: F811
-    t = HostTmux(daemon)
-    sid = None
-    try:
-        t.window("run", uplink_bin(), "run", "claude", *MITM, "--mitm-ca-cert",
-                 str(cluster.ca_cert))
-        before = set(uplink(daemon, "list").stdout.split())
-
-        def agent_up():
-            nonlocal sid
-            for ln in uplink(daemon, "list").stdout.splitlines():
-                f = ln.split()
-                if f and f[0] not in before and re.fullmatch(r"[0-9a-f]{12}", f[0]):
-                    sid = f[0]
-            return sid and agent_containers(cluster, sid) and words(
-                agent_pane(cluster, agent_containers(cluster, sid)[0]))
-        wait_for(agent_up, timeout=900, what="the agent to draw: %s" % t.pane("run"))
-        [cid] = agent_containers(cluster, sid)
-        wait_for(lambda: words(agent_pane(cluster, cid)) & words(t.pane("run")), timeout=120,
-                 what="the agent's screen in the host tmux: %s" % t.pane("run"))
-        t.tmux("send-keys", "-t", "e2e:run", "-l", "What does the fake upstream say?")
-        t.tmux("send-keys", "-t", "e2e:run", "Enter")
-        wait_for(lambda: ANSWER in t.pane("run"), timeout=180,
-                 what="the fake answer on the screen: %s" % t.pane("run"))
-        os.kill(t.pane_pid("run"), signal.SIGKILL)      # the client, not the session
-        t.window("again", uplink_bin(), "attach", sid)
-        wait_for(lambda: ANSWER in t.pane("again"), timeout=120,
-                 what="the attach to redraw the screen: %s" % t.pane("again"))
-        r = uplink(daemon, "stop", sid, "--wait")
-        assert r.returncode == 0, (r.stdout, r.stderr)
-        wait_gone(cluster, daemon, sid)
-    finally:
-        if sid:
-            uplink(daemon, "stop", sid)
-        t.close()
