@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""`uplink run claude` on the local cluster (tests/e2e/localcluster.py, root, docker and
+debootstrap needed) with a warm image: from the client's start to the agent's first screen,
+split by phase as the client shows its session.progress lines (their times are the
+client's own clock): prepare, image check, objects submitted, pods ready, attached, first
+screen. One warm-up run first (it builds and pushes the agent image when the registry does
+not have it yet). Prints figures; asserts nothing.
+
+    /usr/bin/python3 tests/bench/bench_local_cluster.py [--build build] [--runs 3]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+
+PROGRESS = re.compile(r"(\d+\.\d)s (\w+)\s*(?:\[(\d+)/(\d+)\])? ([^\r\n]*)")
+# milestone: (phase, the progress line's message starts with, or None: its last step done)
+MILESTONES = (("prepare", "prepare", "rules and credentials ready"),
+              ("image check", "build", "up to date"),
+              ("objects submitted", "deploy", "all objects submitted"),
+              ("pods ready", "start", None))
+
+
+def milestones(screen):
+    """{milestone: seconds} from the client's progress lines."""
+    seen = {}
+    for m in PROGRESS.finditer(screen):
+        t, phase, done, total, msg = float(m[1]), m[2], m[3], m[4], m[5]
+        for name, ph, start in MILESTONES:
+            if ph != phase or name in seen:
+                continue
+            if (start and msg.startswith(start)) or (
+                    start is None and total and done == total):
+                seen[name] = t
+    return seen
+
+
+def one_run(cluster, daemon, Pty, words, text_of):
+    t = Pty(daemon, ["run", "claude", "--mitmproxy-image", "uplink-test/mitmproxy:8",
+                     "--mitm-ca-cert", str(cluster.ca_cert)])
+    try:
+        t.until(lambda s: "\x1b[?1049h" in s, timeout=900, what="tmux to attach")
+        at = t.out.index(b"\x1b[?1049h")
+        attached = max(s for s, n in t.stamps if n <= at)
+        t.until(lambda _: words(text_of(t.out[at:].decode("utf-8", "replace"))), timeout=120,
+                what="the agent's first screen")
+        first = t.stamps[-1][0]
+        screen = t.screen()
+    finally:
+        t.close()
+    got = milestones(screen)
+    if "pods ready" not in got and b"is running; attaching" in t.out:
+        # the client says so once both pods are Ready, with no [2/2] line before
+        k = t.out.index(b"is running; attaching")
+        got["pods ready"] = max(s for s, n in t.stamps if n <= k)
+    got.update({"attached": attached, "first screen": first})
+    sid = re.search(r"agent-uplink-([0-9a-f]{12})", screen)
+    return got, sid[1] if sid else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.environ.get("UPLINK_BUILD", "build"))
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    os.environ["UPLINK_BUILD"] = args.build
+    from localcluster import LocalCluster, unavailable
+    from test_local_cluster import end_daemon, run_detached, uplink, user_daemon
+    from test_local_cluster_sessions import Pty, text_of, wait_gone, words
+    why = unavailable()
+    if why:
+        sys.exit("no local cluster: " + why)
+    tmp = Path(tempfile.mkdtemp(prefix="uplbench-", dir="/tmp"))
+    tmp.chmod(0o755)
+    t0 = time.monotonic()
+    cluster = LocalCluster(tmp).start()
+    print("local cluster up in %.1f s" % (time.monotonic() - t0))
+    daemon = user_daemon(cluster)
+    try:
+        t0 = time.monotonic()
+        sid, _ = run_detached(cluster, daemon)
+        print("warm-up run (image built and pushed if the registry lacked it): %.1f s"
+              % (time.monotonic() - t0))
+        uplink(daemon, "stop", sid, "--wait")
+        wait_gone(cluster, daemon, sid)
+        rows = []
+        for _ in range(args.runs):
+            got, sid = one_run(cluster, daemon, Pty, words, text_of)
+            rows.append(got)
+            ids = [ln.split()[0] for ln in uplink(daemon, "list").stdout.splitlines()[1:]
+                   if ln.split() and re.fullmatch(r"[0-9a-f]{12}", ln.split()[0])]
+            for s in ids:
+                uplink(daemon, "stop", s, "--wait")
+                wait_gone(cluster, daemon, s)
+        names = [m[0] for m in MILESTONES] + ["attached", "first screen"]
+        print("\n%-18s %10s %10s   (seconds from `uplink run`, median of %d; step: since the "
+              "previous milestone)" % ("milestone", "at", "step", len(rows)))
+        prev = 0.0
+        for n in names:
+            vals = [r[n] for r in rows if n in r]
+            if not vals:
+                print("%-18s %10s" % (n, "not seen"))
+                continue
+            med = statistics.median(vals)
+            print("%-18s %10.2f %10.2f   runs: %s" % (n, med, med - prev,
+                                                      " ".join("%.2f" % v for v in vals)))
+            prev = med
+    finally:
+        end_daemon(daemon)
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
