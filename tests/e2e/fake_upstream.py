@@ -70,6 +70,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         self._body()
         self._record(None)
+        # Claude Code's start-up connectivity check: GET /api/hello on the API and
+        # /v1/oauth/hello on the token URL's origin must answer 200, or an interactive
+        # agent says it cannot reach Anthropic and quits.
+        if self.path.split("?", 1)[0] in ("/api/hello", "/v1/oauth/hello"):
+            self._send(200, b'{"message":"hello"}')
+            return
         self._send(404, b'{"type":"error","error":{"type":"not_found_error"}}')
 
     def do_POST(self):  # noqa: N802
