@@ -13,6 +13,11 @@
 #include "manifests-private.h"
 #include "yaml-json.h"
 
+/* filter.py loads the others by path from its own folder (manifests/mitm/README.md). */
+const char *const manifests_addon_files[MANIFESTS_ADDON_FILES] = {
+	"filter.py", "uplink_rules.py", "uplink_aws.py", "uplink_io.py", "uplink_net.py",
+};
+
 const struct manifests_template manifests_templates[_TPL_MAX] = {
 	[TPL_NAMESPACE] = {"namespace.yaml", "Namespace", {"metadata.labels"}},
 	[TPL_SECRET] = {"secret.yaml", "Secret", {"metadata.labels"}},
@@ -86,11 +91,30 @@ static int load_one(struct up_manifests *m, const char *dir, enum tpl t, char *e
 	return 0;
 }
 
+static int load_addon_file(struct up_manifests *m, const char *dir, size_t i, char *err,
+			   size_t err_len)
+{
+	char path[PATH_MAX];
+	size_t n;
+	int r;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/mitm/%s", dir, manifests_addon_files[i]) >=
+	    sizeof(path))
+		return manifests_failf(err, err_len, "template folder %s: path too long", dir);
+	r = up_read_file(path, UP_MAX_ADDON_SOURCE, &m->addon[i], &n);
+	if (r < 0)
+		return snprintf(err, err_len,
+				"cannot read the mitm addon %s: %s; reinstall uplink (its files "
+				"ship together)",
+				path, strerror(-r)),
+		       r;
+	return 0;
+}
+
 int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, size_t err_len)
 {
 	_cleanup_(up_manifests_freep) struct up_manifests *m = NULL;
-	char def[PATH_MAX], path[PATH_MAX];
-	size_t n;
+	char def[PATH_MAX];
 	int r;
 
 	if (!dir) {
@@ -104,13 +128,9 @@ int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, siz
 	for (int t = 0; t < _TPL_MAX; t++)
 		if ((r = load_one(m, dir, (enum tpl)t, err, err_len)) < 0)
 			return r;
-	if ((size_t)snprintf(path, sizeof(path), "%s/mitm/filter.py", dir) >= sizeof(path))
-		return manifests_failf(err, err_len, "template folder %s: path too long", dir);
-	r = up_read_file(path, UP_MAX_ADDON_SOURCE, &m->addon, &n);
-	if (r < 0)
-		return snprintf(err, err_len, "cannot read the mitm addon %s: %s", path,
-				strerror(-r)),
-		       r;
+	for (size_t i = 0; i < MANIFESTS_ADDON_FILES; i++)
+		if ((r = load_addon_file(m, dir, i, err, err_len)) < 0)
+			return r;
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -121,7 +141,8 @@ struct up_manifests *up_manifests_free(struct up_manifests *m)
 		return NULL;
 	for (int t = 0; t < _TPL_MAX; t++)
 		json_decref(m->tpl[t]);
-	free(m->addon);
+	for (size_t i = 0; i < MANIFESTS_ADDON_FILES; i++)
+		free(m->addon[i]);
 	free(m);
 	return NULL;
 }
@@ -133,7 +154,15 @@ void up_manifests_freep(struct up_manifests **m)
 
 const char *up_manifests_addon(const struct up_manifests *m)
 {
-	return m->addon;
+	return m->addon[0];
+}
+
+const char *up_manifests_addon_file(const struct up_manifests *m, size_t i, const char **name)
+{
+	if (i >= MANIFESTS_ADDON_FILES)
+		return NULL;
+	*name = manifests_addon_files[i];
+	return m->addon[i];
 }
 
 const char *up_manifests_agent_no_proxy(const struct up_manifests *m)

@@ -61,9 +61,13 @@ struct manifests_template {
 };
 extern const struct manifests_template manifests_templates[_TPL_MAX];
 
+/* The addon's files in manifests/mitm/, filter.py first; each one key of its ConfigMap. */
+#define MANIFESTS_ADDON_FILES 5
+extern const char *const manifests_addon_files[MANIFESTS_ADDON_FILES];
+
 struct up_manifests {
 	json_t *tpl[_TPL_MAX];
-	char *addon;
+	char *addon[MANIFESTS_ADDON_FILES];
 };
 
 /* "spec.containers.0.env": objects by key, arrays by index. */

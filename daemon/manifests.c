@@ -220,6 +220,22 @@ static int render_text_map(struct render *c, const char *name, const char *key, 
 	return add(c, o);
 }
 
+/* The addon's ConfigMap: filter.py (or the spec's own) and the modules it loads. */
+static int render_addon(struct render *c)
+{
+	json_t *o = data_object(c, false, UP_MANIFEST_ADDON_CONFIGMAP);
+	int r = o ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < MANIFESTS_ADDON_FILES; i++) {
+		const char *text =
+			i == 0 && c->s->addon_source ? c->s->addon_source : c->m->addon[i];
+		r = manifests_data_put(o, false, manifests_addon_files[i], text, strlen(text));
+	}
+	if (r < 0)
+		return json_decref(o), r;
+	return add(c, o);
+}
+
 static int render_agent_data(struct render *c)
 {
 	for (size_t i = 0; i < c->s->contrib.n_volumes; i++) {
@@ -752,7 +768,6 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 			json_t **objects, char *err, size_t err_len)
 {
 	struct render c = {.m = tpl, .s = spec, .err = err, .err_len = err_len};
-	const char *addon = spec->addon_source ? spec->addon_source : tpl->addon;
 	int r;
 
 	if (err_len)
@@ -763,7 +778,7 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 	c.objects = json_array();
 	r = c.objects ? render_namespace(&c) : -ENOMEM;
 	if (r == 0)
-		r = render_text_map(&c, UP_MANIFEST_ADDON_CONFIGMAP, "filter.py", addon);
+		r = render_addon(&c);
 	if (r == 0)
 		r = render_rules(&c);
 	if (r == 0)

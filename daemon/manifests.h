@@ -17,9 +17,9 @@
  *
  * Names of the objects uplinkd itself adds to a session:
  */
-#define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon"      /* key filter.py; mounted by the mitm */
-#define UP_MANIFEST_RULES_SECRET    "rules-json"      /* key rules.json; mitm only */
-#define UP_MANIFEST_CERTS_SECRET    "mitm-certs"      /* mitmproxy's confdir; mitm only */
+#define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon" /* one key per addon file; mounted by the mitm */
+#define UP_MANIFEST_RULES_SECRET    "rules-json" /* key rules.json; mitm only */
+#define UP_MANIFEST_CERTS_SECRET    "mitm-certs" /* mitmproxy's confdir; mitm only */
 #define UP_MANIFEST_AWS_SECRET	    "aws-sigv4-creds" /* key creds.json; mitm only */
 #define UP_MANIFEST_AWS_KEY	    "creds.json"
 #define UP_MANIFEST_CA_CONFIGMAP    "uplink-ca" /* key ca.crt, the certificate alone; agent */
@@ -45,13 +45,17 @@ struct up_manifests;
  */
 int up_manifests_default_dir(char *buf, size_t len) _wur_;
 
-/* Reads and checks every template, and mitm/filter.py, from `dir` (NULL = the default). */
+/* Reads and checks every template, and the addon's files in mitm/, from `dir` (NULL = the
+ * default). */
 int up_manifests_load(const char *dir, struct up_manifests **ret, char *err, size_t err_len) _wur_;
 struct up_manifests *up_manifests_free(struct up_manifests *m);
 void up_manifests_freep(struct up_manifests **m);
 
 /* The addon source read at load time (manifests/mitm/filter.py). */
 const char *up_manifests_addon(const struct up_manifests *m);
+/* The addon's i-th file (0 = filter.py; the modules it loads from its folder follow) and its
+ * name in `*name`, or NULL past the last. */
+const char *up_manifests_addon_file(const struct up_manifests *m, size_t i, const char **name);
 /* The agent container's NO_PROXY (manifests/agent-pod.yaml), or NULL. */
 const char *up_manifests_agent_no_proxy(const struct up_manifests *m);
 

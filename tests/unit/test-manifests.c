@@ -337,7 +337,7 @@ static const struct row posture[] = {
 	{"Secret", "mitm-certs", "data", SIZE, NULL, 3},
 	{"Secret", "mitm-certs", "type", STR, "Opaque", 0},
 	{"Secret", "rules-json", "data", SIZE, NULL, 1},
-	{"ConfigMap", "mitm-addon", "data", SIZE, NULL, 1},
+	{"ConfigMap", "mitm-addon", "data", SIZE, NULL, 5},
 	{"Secret", "claude-settings", "data", SIZE, NULL, 1},
 	{"ConfigMap", "claude-md", "data.CLAUDE~md", STR, "# sandbox\n", 0},
 };
@@ -852,6 +852,14 @@ static void test_mitm_secrets_content(void **state)
 	assert_string_equal(
 		json_string_value(at(find(objs, "ConfigMap", "mitm-addon"), "data.filter~py")),
 		up_manifests_addon(tpl));
+	/* every file of the addon, each under its own name, and nothing else */
+	json_t *addon = json_object_get(find(objs, "ConfigMap", "mitm-addon"), "data");
+	const char *name, *text;
+	size_t n_files = 0;
+	for (; (text = up_manifests_addon_file(tpl, n_files, &name)); n_files++)
+		assert_string_equal(json_string_value(json_object_get(addon, name)), text);
+	assert_int_equal(n_files, 5);
+	assert_int_equal(json_object_size(addon), n_files);
 	free(h);
 	free(r);
 	json_decref(objs);
