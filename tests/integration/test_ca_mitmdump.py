@@ -24,6 +24,25 @@ from addon_support import PKI, REDIRECT, Echo, free_port, send, tls_client, tunn
 
 NS = "agent-uplink-0123456789ab"
 SENTINEL = "uplink-sentinel"
+ADDON_DIR = ROOT / "manifests" / "mitm"
+# Test-only, loaded after filter.py: prints the file of every module the uplink addon's
+# code runs from (its hooks' globals), so the test sees where mitmdump took them from.
+MODULES_PROBE = """
+import json, sys, types
+from mitmproxy import ctx
+
+class ModulesProbe:
+    def running(self):
+        f = ctx.master.addons.get("uplinkfilter")
+        g = type(f).__init__.__globals__
+        files = {"filter": g["__file__"]}
+        files.update((k, v.__file__) for k, v in g.items()
+                     if isinstance(v, types.ModuleType) and k.startswith("uplink_"))
+        sys.stderr.write("uplinktest-modules " + json.dumps(files) + "\\n")
+        sys.stderr.flush()
+
+addons = [ModulesProbe()]
+"""
 
 
 def render():
@@ -78,7 +97,9 @@ def session(tmp_path_factory):
     args[args.index("--listen-host") + 1] = "127.0.0.1"
     args[args.index("--listen-port") + 1] = str(port)
     args[0] = "/usr/bin/mitmdump"
-    args += ["-s", str(REDIRECT), "--set", f"uplinktest_redirect=127.0.0.1:{echo.port}",
+    (tmp / "modules_probe.py").write_text(MODULES_PROBE)
+    args += ["-s", str(REDIRECT), "-s", str(tmp / "modules_probe.py"),
+             "--set", f"uplinktest_redirect=127.0.0.1:{echo.port}",
              "--set", f"uplink_extra_ca={pki.upstream_ca}"]
     env = dict(os.environ, TMPDIR=str(local["/tmp"]), HOME=str(local["/tmp"]),
                PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
@@ -96,7 +117,7 @@ def session(tmp_path_factory):
             time.sleep(0.05)
     ca_crt = materialize(objs[("ConfigMap", "uplink-ca")], tmp / "agent-ca") / "ca.crt"
     yield {"objs": objs, "port": port, "ca": ca_crt, "confdir": local["/mitm-confdir"],
-           "pki": pki, "log": tmp / "mitm.log", "args": args}
+           "pki": pki, "log": tmp / "mitm.log", "args": args, "local": local, "pod": pod}
     proc.terminate()
     proc.wait(10)
     echo.close()
@@ -140,3 +161,31 @@ def test_no_secret_in_the_mitm_output(session):
     log = session["log"].read_text()
     assert '"decision": "allow"' in log or '"decision":"allow"' in log, log
     assert SENTINEL not in log
+
+
+def test_the_pod_carries_every_addon_module_and_mitmdump_loads_them(session):
+    # Every Python file of the addon is one key of its ConfigMap, mounted next to filter.py.
+    shipped = sorted(p.name for p in ADDON_DIR.glob("*.py"))
+    assert "filter.py" in shipped and len(shipped) > 1
+    pod = session["pod"]
+    c = pod["spec"]["containers"][0]
+    script = c["args"][c["args"].index("-s") + 1] if "-s" in c["args"] else None
+    assert script == "/addon/filter.py", c["args"]
+    mount = next(m for m in c["volumeMounts"] if m["mountPath"] == "/addon")
+    assert mount.get("readOnly") is True and "subPath" not in mount
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
+    cm = session["objs"][("ConfigMap", volume["configMap"]["name"])]
+    assert "items" not in volume["configMap"]
+    assert sorted(cm["data"]) == shipped
+    for name in shipped:
+        assert cm["data"][name] == (ADDON_DIR / name).read_text(), name
+    # mitmdump, started as the pod starts it, runs the addon from those files alone.
+    addon = session["local"]["/addon"]
+    deadline = time.monotonic() + 20 * SLOW  # until the probe's line (its running hook)
+    while (line := next((ln for ln in session["log"].read_text().splitlines()
+                         if ln.startswith("uplinktest-modules ")), None)) is None:
+        assert time.monotonic() < deadline, session["log"].read_text()
+        time.sleep(0.05)
+    files = json.loads(line.split(" ", 1)[1])
+    assert sorted(Path(p).name for p in files.values()) == shipped, files
+    assert {Path(p).parent for p in files.values()} == {addon}, files
