@@ -1,6 +1,7 @@
 """Rules and AWS credentials files change while the proxy runs: the next request after the
 poll interval follows the new file; a broken new file keeps the last good set and says why
-(without echoing secret values); a broken file at start-up stops mitmdump."""
+(without echoing secret values); a broken file at start-up stops mitmdump. filter.py
+loads its modules afresh on a reload, and a missing one stops mitmdump."""
 
 import json
 import os
@@ -14,6 +15,7 @@ from addon_support import (AWS_CREDS, AWS_DUMMY, FILTER, SENTINEL, Proxy, rules_
                            write_atomic)
 
 RELOAD_MS = 200
+SLOW = float(os.environ.get("UPLINK_TEST_SLOW", "3"))
 
 
 def allow(host):
@@ -132,3 +134,53 @@ def test_broken_rules_at_startup_stop_mitmdump(workdir, pki):
         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     assert proc.returncode != 0
     assert "rules[0]: 'layer' must be a non-empty string" in proc.stdout + proc.stderr
+
+
+def addon_copy(folder, without=()):
+    """filter.py and the modules it loads, copied to ``folder`` (less ``without``)."""
+    folder.mkdir()
+    for src in FILTER.parent.glob("*.py"):
+        if src.name not in without:
+            (folder / src.name).write_bytes(src.read_bytes())
+    return folder / "filter.py"
+
+
+def test_a_missing_module_stops_mitmdump_naming_it(workdir, pki):
+    script = addon_copy(workdir / "addon-without-aws", without=("uplink_aws.py",))
+    proc = subprocess.run(
+        ["/usr/bin/mitmdump", "--listen-host", "127.0.0.1", "--listen-port", "0",
+         "--set", f"confdir={pki.confdir}", "-s", str(script)],
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert proc.returncode != 0
+    assert f"{script.parent / 'uplink_aws.py'} is missing" in proc.stdout + proc.stderr
+
+
+def wait_for_text(path, text, proc):
+    deadline = time.monotonic() + 20 * SLOW
+    while text not in path.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, path.read_text()
+        time.sleep(0.05)
+
+
+def test_a_reload_of_filter_py_rereads_its_modules(workdir, pki):
+    """mitmproxy re-runs filter.py when it changes; the modules must be read again too,
+    not taken as first imported."""
+    script = addon_copy(workdir / "addon-reloaded")
+    log = workdir / "addon-reloaded.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            ["/usr/bin/mitmdump", "--listen-host", "127.0.0.1", "--listen-port", "0",
+             "--set", f"confdir={pki.confdir}", "-s", str(script)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1"))
+    try:
+        wait_for_text(log, "Proxy server listening", proc)
+        with open(script.parent / "uplink_rules.py", "a", encoding="utf-8") as f:
+            f.write('\nimport sys as _sys\n_sys.stderr.write("uplinktest-modules-reread\\n")\n')
+        st = script.stat()
+        os.utime(script, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # what mitmproxy watches
+        wait_for_text(log, "uplinktest-modules-reread", proc)
+    finally:
+        proc.terminate()
+        proc.wait(10)
