@@ -4,10 +4,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ca.h"
 #include "fileio.h"
@@ -1328,10 +1331,67 @@ static void test_load_errors(void **state)
 	assert_null(up_manifests_free(NULL));
 }
 
+/* Removes a folder of symbolic links (and its empty subfolders). */
+static void remove_links(const char *dir)
+{
+	char p[4096];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			(void)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			assert_true(unlink(p) == 0 || rmdir(p) == 0);
+		}
+	closedir(d);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* A copy of the templates whose mitm/ lacks one of the addon's modules. */
+static void test_load_needs_every_addon_file(void **state)
+{
+	char tmp[] = "/tmp/test-manifests-XXXXXX", a[4096], b[4096], err[512] = "", want[4096];
+	struct up_manifests *m = NULL;
+	const char *name;
+	struct dirent *e;
+	DIR *d;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmp));
+	assert_non_null(d = opendir(MANIFESTS));
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "mitm") != 0) {
+			(void)snprintf(a, sizeof(a), "%s/%s", MANIFESTS, e->d_name);
+			(void)snprintf(b, sizeof(b), "%s/%s", tmp, e->d_name);
+			assert_int_equal(symlink(a, b), 0);
+		}
+	closedir(d);
+	(void)snprintf(b, sizeof(b), "%s/mitm", tmp);
+	assert_int_equal(mkdir(b, 0700), 0);
+	for (size_t i = 0; up_manifests_addon_file(tpl, i, &name); i++)
+		if (strcmp(name, "uplink_net.py") != 0) {
+			(void)snprintf(a, sizeof(a), "%s/mitm/%s", MANIFESTS, name);
+			(void)snprintf(b, sizeof(b), "%s/mitm/%s", tmp, name);
+			assert_int_equal(symlink(a, b), 0);
+		}
+	(void)snprintf(b, sizeof(b), "%s/mitm", tmp);
+	assert_int_equal(up_manifests_load(tmp, &m, err, sizeof(err)), -ENOENT);
+	assert_null(m);
+	(void)snprintf(want, sizeof(want),
+		       "cannot read the mitm addon %s/mitm/uplink_net.py: No such file or "
+		       "directory; reinstall uplink (its files ship together)",
+		       tmp);
+	assert_string_equal(err, want);
+	remove_links(b);
+	remove_links(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_posture_table),
+		cmocka_unit_test(test_load_needs_every_addon_file),
 		cmocka_unit_test(test_extras_table),
 		cmocka_unit_test(test_mitm_egress_excludes_special_ranges),
 		cmocka_unit_test(test_mitm_quiet_and_lazy),
