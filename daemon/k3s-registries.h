@@ -6,7 +6,7 @@
 /*
  * A local k3s pulls the agent images from localhost:5000 over plain HTTP only when its
  * registries.yaml has a mirror for it. One check, for `uplink doctor` (rpc-doctor.c) and
- * for a session before it builds (session-registry.c), each wording its own message.
+ * for a session before it builds (image-registry.c), each wording its own message.
  * Reads a file: call it on the threadpool.
  */
 

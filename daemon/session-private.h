@@ -236,7 +236,7 @@ void session_life_free(struct up_session *s);
 void session_attached(struct up_session *s, int delta);
 int session_extend(struct up_session *s, uint64_t by_s);
 
-/* session-registry.c */
+/* image-registry.c */
 /* Threadpool: the k3s registries.yaml check; `problem` empty when fine or not needed. */
 void session_registry_check(const char *server, char *problem, size_t len);
 /* Applies agent-uplink-system and waits for the registry; then session_registry_ready(). */
