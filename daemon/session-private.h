@@ -230,7 +230,7 @@ bool session_ranges_wait(struct up_session *s);
 const json_t *session_ranges(const struct up_session *s); /* NULL: not known */
 void session_ranges_cancel(struct up_session *s);
 
-/* session-life.c: --ttl and --idle-timeout */
+/* session-limits.c: --ttl and --idle-timeout */
 void session_life_arm(struct up_session *s);
 void session_life_free(struct up_session *s);
 void session_attached(struct up_session *s, int delta);
