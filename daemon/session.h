@@ -26,7 +26,7 @@ struct up_request;
 struct up_cluster;
 
 /*
- * Mounts, SSH, git and mitm options (daemon/session-mounts.c): what session.start asked
+ * Mounts, SSH, git and mitm options (daemon/session-extras.c): what session.start asked
  * for, and what the renderer gets (`out`). Owned by struct up_session_opts.
  */
 struct up_session_extra {
@@ -99,7 +99,7 @@ struct up_session_observer {
  * only loses its observer. */
 void up_session_starter_gone(struct up_session *s);
 
-/* session-mounts.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
+/* session-extras.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
  * on the loop; 0 or -EINVAL with a sentence naming the flag and the value. */
 int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
 struct up_session_extra *up_session_extra_free(struct up_session_extra *x);
