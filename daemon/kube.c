@@ -12,7 +12,7 @@
 #include "bounds.h"
 #include "fileio.h"
 #include "http.h"
-#include "kube-exec.h"
+#include "kube-exec-credential.h"
 #include "list.h"
 #include "log.h"
 

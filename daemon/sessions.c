@@ -19,7 +19,7 @@
 #include "cluster.h"
 #include "http.h"
 #include "knobs.h"
-#include "kube-exec.h"
+#include "kube-exec-credential.h"
 #include "kube.h"
 #include "log.h"
 #include "manifests.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "kube-exec.h"
+#include "kube-exec-credential.h"
 
 #include <errno.h>
 #include <signal.h>
