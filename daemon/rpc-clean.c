@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* session.clean (0.4.1's `clean`, foreign sessions included) and session.logs (the audit log). */
+/* session.clean (0.4.1's `clean`, foreign sessions included). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,13 +31,6 @@ const struct up_param up_clean_params[] = {
 	{"all", UP_PARAM_BOOL, offsetof(struct up_clean_params, all), 0, NULL},
 	{"dry_run", UP_PARAM_BOOL, offsetof(struct up_clean_params, dry_run), 0, NULL},
 	{"wait", UP_PARAM_BOOL, offsetof(struct up_clean_params, wait), 0, NULL},
-	{0},
-};
-
-const struct up_param up_logs_params[] = {
-	{"id", UP_PARAM_STRING, offsetof(struct up_logs_params, id), UP_PARAM_MANDATORY, NULL},
-	{"follow", UP_PARAM_BOOL, offsetof(struct up_logs_params, follow), 0, NULL},
-	{"denied_only", UP_PARAM_BOOL, offsetof(struct up_logs_params, denied_only), 0, NULL},
 	{0},
 };
 
@@ -377,148 +370,5 @@ int up_rpc_session_clean(struct up_request *req, void *params, void *userdata)
 	}
 	up_request_set_cancel(req, on_clean_cancelled, j);
 	run_clean(j);
-	return 0;
-}
-
-/* ---- session.logs ---- */
-
-struct logs_job {
-	struct up_request *req;
-	char id[16];
-	bool follow, denied, history_sent, ended;
-	struct up_audit_read *rd;
-	struct up_audit_sub *sub;
-	json_t *early;	     /* [[index, event]...]: live lines that came before the history */
-	uint64_t next_index; /* the first index not sent yet */
-	json_int_t sent;
-};
-
-static void logs_job_free(struct logs_job *j)
-{
-	up_audit_sub_free(j->sub);
-	up_audit_read_cancel(j->rd);
-	json_decref(j->early);
-	free(j);
-}
-
-static void logs_reply(struct logs_job *j)
-{
-	struct up_request *req = j->req;
-
-	j->req = NULL;
-	up_request_reply(req, json_pack("{s:s, s:I, s:I}", "id", j->id, "count", j->sent, "total",
-					(json_int_t)j->next_index));
-	logs_job_free(j);
-}
-
-static void send_event(struct logs_job *j, json_t *ev, uint64_t index)
-{
-	if (index < j->next_index)
-		return;
-	j->next_index = index + 1;
-	if (!ev || (j->denied && !up_audit_event_denied(ev)) || !j->req || !j->req->conn)
-		return;
-	j->sent++;
-	(void)up_conn_notify(
-		j->req->conn, "audit.event",
-		json_pack("{s:s, s:I, s:O}", "id", j->id, "index", (json_int_t)index, "event", ev));
-}
-
-static void on_live(json_t *event, uint64_t index, void *ud)
-{
-	struct logs_job *j = ud;
-
-	if (j->history_sent)
-		send_event(j, event, index);
-	else if (json_array_size(j->early) < UP_MAX_INFLIGHT_PER_CONN * 1024)
-		(void)json_array_append_new(j->early,
-					    json_pack("[I, O]", (json_int_t)index, event));
-}
-
-static void on_live_end(void *ud)
-{
-	struct logs_job *j = ud;
-
-	j->sub = NULL; /* freed by the follower */
-	j->ended = true;
-	if (j->history_sent)
-		logs_reply(j);
-}
-
-static void on_history(int r, json_t *lines, uint64_t first, uint64_t total, void *ud)
-{
-	struct logs_job *j = ud;
-	json_t *ev;
-	size_t i;
-
-	j->rd = NULL;
-	if (r < 0) {
-		struct up_request *req = j->req;
-		j->req = NULL;
-		up_request_errorf(req, UP_ERR_INTERNAL_ERROR,
-				  "cannot read the audit log of session %s: %s", j->id,
-				  strerror(-r));
-		logs_job_free(j);
-		return;
-	}
-	j->next_index = first;
-	json_array_foreach (lines, i, ev)
-		send_event(j, json_is_object(ev) ? ev : NULL, first + i);
-	if (j->next_index < total)
-		j->next_index = total;
-	json_array_foreach (j->early, i, ev)
-		send_event(j, json_array_get(ev, 1),
-			   (uint64_t)json_integer_value(json_array_get(ev, 0)));
-	json_array_clear(j->early);
-	j->history_sent = true;
-	if (!j->sub || j->ended)
-		logs_reply(j);
-}
-
-static void on_logs_cancelled(struct up_request *req, void *ud)
-{
-	struct logs_job *j = ud;
-
-	(void)req;
-	j->req = NULL;
-	logs_job_free(j);
-}
-
-int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
-{
-	struct up_logs_params *p = params;
-	struct up_session *s = up_sessions_find(up_manager_sessions(userdata), p->id);
-	char path[PATH_MAX];
-	struct logs_job *j;
-	int r;
-
-	if (!s) {
-		up_request_errorf(
-			req, UP_ERR_SESSION_NOT_FOUND,
-			"no session '%s' (uplink list --all shows them; ids are 12 hex digits "
-			"or the namespace name)",
-			p->id);
-		return 0;
-	}
-	if (up_session_audit_path(s, path, sizeof(path)) < 0)
-		return -ENAMETOOLONG;
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->early = json_array())) {
-		free(j);
-		return -ENOMEM;
-	}
-	j->req = req;
-	(void)snprintf(j->id, sizeof(j->id), "%s", s->id);
-	j->follow = p->follow;
-	j->denied = p->denied_only;
-	if (p->follow)
-		j->sub = up_session_audit_subscribe(s->id, on_live, on_live_end, j);
-	r = up_audit_read_start(s->all->loop, path, on_history, j, &j->rd);
-	if (r < 0) {
-		j->req = NULL;
-		logs_job_free(j);
-		return r;
-	}
-	up_request_set_cancel(req, on_logs_cancelled, j);
 	return 0;
 }

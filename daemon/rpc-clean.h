@@ -8,7 +8,7 @@
 #include "rpc.h"
 
 /*
- * session.clean and session.logs, listed in rpc-session.c's method table.
+ * session.clean, listed in rpc-session.c's method table.
  *
  * session.clean {ids | older_than | all (exactly one), dry_run, wait, deploy_context}
  *   -> {targets: [{id, namespace, age, phase, foreign, state?}], unmatched: [token],
@@ -18,11 +18,6 @@
  *   (no uplink.dev/owner of ours: the Python tool's, another user's, an orphan) are
  *   deleted directly. `wait`: answers once the namespaces are gone (or `waiting` lists
  *   those left after UP_CLEAN_WAIT_MAX_S).
- *
- * session.logs {id, follow, denied_only} -> {id, count, total}
- *   Sends the audit log (sessions/<id>/audit.jsonl) as `audit.event` notifications
- *   {id, index, event}, then, with `follow` while the session runs, every new line
- *   until the session ends or the client leaves; answers at the end.
  */
 struct up_clean_params {
 	json_t *ids;
@@ -31,10 +26,3 @@ struct up_clean_params {
 };
 extern const struct up_param up_clean_params[];
 int up_rpc_session_clean(struct up_request *req, void *params, void *userdata);
-
-struct up_logs_params {
-	const char *id;
-	bool follow, denied_only;
-};
-extern const struct up_param up_logs_params[];
-int up_rpc_session_logs(struct up_request *req, void *params, void *userdata);

@@ -19,6 +19,7 @@
 #include "manager.h"
 #include "paths.h"
 #include "rpc-clean.h"
+#include "rpc-logs.h"
 #include "rpc-session-observer.h"
 #include "rpc.h"
 #include "server.h"
