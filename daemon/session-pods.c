@@ -230,49 +230,6 @@ void session_start_waiting(struct up_session *s)
 		up_session_on_pod(s, UP_WATCH_MODIFIED, p);
 }
 
-/* ---- after a restart ---- */
-
-void up_session_adopt(struct up_session *s)
-{
-	/* Whatever the last run managed to create, the namespace is the handle on all of it. */
-	s->applied_anything = true;
-	/* A running session's limits go on; the idle clock restarts with the daemon. */
-	s->idle_since = session_now();
-	session_life_arm(s);
-}
-
-void up_session_reconcile(struct up_session *s, json_t *ns)
-{
-	json_t *agent = s->ops->pod(s, "agent");
-
-	if (up_session_state_is_starting(s->state) && !s->starter && !s->in_work && !s->image &&
-	    !s->resolve && s->pending == 0 && !s->calls[0]) {
-		session_fail(s, UP_ERR_INTERNAL_ERROR,
-			     "uplinkd restarted while the session was starting");
-	} else if (s->state == UP_SESSION_RUNNING) {
-		if (ns)
-			s->ops->audit_start(s); /* picked up again after a restart; idempotent */
-		if (!ns)
-			session_set_state(s, UP_SESSION_GONE,
-					  "its namespace vanished while uplinkd was not looking");
-		else if (agent)
-			up_session_on_pod(s, UP_WATCH_MODIFIED, agent);
-		if (ns && s->state == UP_SESSION_RUNNING)
-			session_refresh_adopted(s); /* once; its renewals go on */
-	} else if (s->state == UP_SESSION_TEARDOWN || s->state == UP_SESSION_EXITED ||
-		   s->state == UP_SESSION_FAILED || s->state == UP_SESSION_STOPPED) {
-		if (!ns) {
-			if (s->state != UP_SESSION_TEARDOWN)
-				session_set_state(s, UP_SESSION_TEARDOWN, NULL);
-			session_set_state(s, UP_SESSION_GONE, NULL);
-		} else {
-			if (s->state != UP_SESSION_TEARDOWN)
-				session_set_state(s, UP_SESSION_TEARDOWN, NULL);
-			session_delete_namespace(s);
-		}
-	}
-}
-
 json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len)
 {
 	const char *const *argv = session_agent_attach_argv(s);

@@ -148,12 +148,17 @@ struct up_sessions {
 	char owner[24]; /* the uplink.dev/owner label of our namespaces */
 };
 
-/* session.c */
-void up_session_cancel_work(struct up_session *s);
+/* reaper.c: records against the cluster (orphans, resync, adoption, vanished namespaces) */
+void reaper_on_cluster_event(const char *kind, enum up_watch_event ev, json_t *obj, void *ud);
+void reaper_reconcile(struct up_sessions *all, struct up_cluster *c);
+void reaper_reconcile_ready(struct up_sessions *all);
 void up_session_adopt(struct up_session *s);
 void up_session_reconcile(struct up_session *s, json_t *ns);
-void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod);
 void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns);
+
+/* session.c */
+void up_session_cancel_work(struct up_session *s);
+void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod);
 struct up_session *up_session_new(struct up_sessions *all, const char *id);
 /* Writes the record, then runs the steps; answers through `obs` when running or failed. */
 int up_session_begin(struct up_session *s, const struct up_session_observer *obs,

@@ -338,35 +338,6 @@ void session_teardown(struct up_session *s)
 	session_delete_namespace(s);
 }
 
-void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns)
-{
-	const char *phase =
-		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
-
-	if (ev != UP_WATCH_DELETED) {
-		/* An ended session's namespace has no business existing: delete it (again). */
-		if ((s->state == UP_SESSION_GONE ||
-		     (up_session_state_is_terminal(s->state) && s->state != UP_SESSION_TEARDOWN)) &&
-		    !(phase && !strcmp(phase, "Terminating")) && !s->all->closing) {
-			log_info("Session %s has ended but namespace %s exists: deleting it", s->id,
-				 s->ns);
-			session_delete_namespace(s);
-		}
-		return;
-	}
-	if (s->state == UP_SESSION_TEARDOWN) {
-		if (s->timer)
-			(void)uv_timer_stop(s->timer);
-		session_set_state(s, UP_SESSION_GONE, NULL);
-	} else if (s->state == UP_SESSION_RUNNING) {
-		session_set_state(s, UP_SESSION_GONE,
-				  "its namespace was deleted from outside uplink");
-	} else if (up_session_state_is_starting(s->state) && s->applied_anything) {
-		session_fail(s, UP_ERR_INTERNAL_ERROR,
-			     "namespace %s was deleted while the session was starting", s->ns);
-	}
-}
-
 int up_session_stop(struct up_session *s, const char *reason)
 {
 	if (up_session_state_is_terminal(s->state))

@@ -27,14 +27,6 @@
 #include "session-private.h"
 #include "store.h"
 
-static const char *ns_of(json_t *obj)
-{
-	json_t *meta = json_object_get(obj, "metadata");
-	const char *ns = json_string_value(json_object_get(meta, "namespace"));
-
-	return ns ? ns : json_string_value(json_object_get(meta, "name"));
-}
-
 struct up_session *up_sessions_find(struct up_sessions *all, const char *key)
 {
 	struct up_list *pos, *tmp;
@@ -47,78 +39,6 @@ struct up_session *up_sessions_find(struct up_sessions *all, const char *key)
 			return s;
 	}
 	return NULL;
-}
-
-static void delete_orphan_done(const struct up_kube_error *err, json_t *obj, void *ud)
-{
-	char *name = ud;
-
-	(void)obj;
-	if (err)
-		log_warning("Cannot delete orphaned namespace %s: %s; the next resync retries",
-			    name, err->message);
-	free(name);
-}
-
-/* An owned namespace without a record: its session's record was lost, so it is an orphan. */
-static void reap_orphan(struct up_sessions *all, struct up_cluster *c, json_t *ns)
-{
-	const char *name = ns_of(ns);
-	json_t *labels = json_object_get(json_object_get(ns, "metadata"), "labels");
-	const char *owner = json_string_value(json_object_get(labels, UP_LABEL_OWNER));
-	const char *phase =
-		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
-	struct up_kube *k = up_cluster_kube(c);
-	char path[128], *copy;
-
-	if (!name || !owner || strcmp(owner, all->owner) != 0 || !k || up_sessions_find(all, name))
-		return;
-	if (phase && !strcmp(phase, "Terminating"))
-		return;
-	log_info("Namespace %s is ours but has no session record: deleting the orphan", name);
-	copy = strdup(name);
-	if (!copy || up_kube_path(path, sizeof(path), "Namespace", NULL, name) < 0 ||
-	    up_kube_delete(k, path, delete_orphan_done, copy, NULL) < 0)
-		free(copy);
-}
-
-static void reconcile(struct up_sessions *all, struct up_cluster *c)
-{
-	json_t *cache =
-		up_cluster_namespaces(c) ? up_kube_watch_cache(up_cluster_namespaces(c)) : NULL;
-	struct up_list *pos, *tmp;
-	const char *key;
-	json_t *ns;
-
-	json_object_foreach (cache, key, ns)
-		reap_orphan(all, c, ns);
-	up_list_for_each_safe (pos, tmp, &all->sessions) {
-		struct up_session *s = up_container_of(pos, struct up_session, link);
-		if (s->cluster == c)
-			up_session_reconcile(s, cache ? json_object_get(cache, s->ns) : NULL);
-	}
-}
-
-static void on_cluster_event(const char *kind, enum up_watch_event ev, json_t *obj, void *ud)
-{
-	struct up_cluster **pc = ud;
-	struct up_sessions *all = (struct up_sessions *)(void *)pc[1];
-	struct up_session *s;
-
-	if (!kind) {
-		reconcile(all, pc[0]);
-		return;
-	}
-	s = up_sessions_find(all, ns_of(obj));
-	if (!s) {
-		if (!strcmp(kind, "Namespace") && ev == UP_WATCH_ADDED && up_cluster_ready(pc[0]))
-			reap_orphan(all, pc[0], obj);
-		return;
-	}
-	if (!strcmp(kind, "Namespace"))
-		up_session_on_namespace(s, ev, obj);
-	else
-		up_session_on_pod(s, ev, obj);
 }
 
 struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context)
@@ -139,7 +59,7 @@ struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *cont
 		return NULL;
 	}
 	pc[1] = (struct up_cluster *)(void *)all;
-	up_cluster_set_listener(pc[0], on_cluster_event, pc);
+	up_cluster_set_listener(pc[0], reaper_on_cluster_event, pc);
 	(void)json_object_set_new(all->clusters, key, json_integer((json_int_t)(uintptr_t)pc));
 	return pc[0];
 }
@@ -232,12 +152,7 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 		up_session_adopt(s);
 	}
 	/* The clusters that were already ready reconcile now; the others when they are. */
-	json_t *entry;
-	json_object_foreach (all->clusters, id, entry) {
-		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
-		if (up_cluster_ready(pc[0]))
-			reconcile(all, pc[0]);
-	}
+	reaper_reconcile_ready(all);
 	replay_deferred(all);
 }
 
@@ -269,16 +184,10 @@ static void prune(struct up_sessions *all)
 static void on_resync(uv_timer_t *t)
 {
 	struct up_sessions *all = t->data;
-	const char *key;
-	json_t *entry;
 
 	prune(all);
 	/* Whatever a failed delete or a missed event left behind is settled here. */
-	json_object_foreach (all->clusters, key, entry) {
-		struct up_cluster **pc = (struct up_cluster **)(uintptr_t)json_integer_value(entry);
-		if (up_cluster_ready(pc[0]))
-			reconcile(all, pc[0]);
-	}
+	reaper_reconcile_ready(all);
 }
 
 static void resync_closed(uv_handle_t *h)
