@@ -17,7 +17,7 @@
 #include "rpc-clean.h"
 #include "server.h"
 #include "session-audit.h"
-#include "session-private.h"
+#include "session.h"
 #include "store.h"
 
 #define CLEAN_POLL_MS 200
@@ -52,18 +52,18 @@ static json_t *candidate(struct up_session *s, json_t *ns, const char *name, int
 {
 	const char *phase =
 		json_string_value(json_object_get(json_object_get(ns, "status"), "phase"));
-	int64_t born = s && s->record ? up_record_created_at(s->record) : created_at(ns);
+	int64_t born = s && up_session_created_at(s) ? up_session_created_at(s) : created_at(ns);
 	json_t *c;
 
 	if (!ns)
-		phase = up_session_state_to_name(s->state);
+		phase = up_session_state_to_name(up_session_get_state(s));
 	c = json_pack("{s:s, s:s, s:I, s:s, s:b}", "id", name + strlen(UP_SESSION_NS_PREFIX),
 		      "namespace", name, "age",
 		      (json_int_t)(born > 0 && born <= now ? now - born : 0), "phase",
 		      phase ? phase : "Unknown", "foreign", !s);
 	if (c && s)
-		(void)json_object_set_new(c, "state",
-					  json_string(up_session_state_to_name(s->state)));
+		(void)json_object_set_new(
+			c, "state", json_string(up_session_state_to_name(up_session_get_state(s))));
 	return c;
 }
 
@@ -72,7 +72,6 @@ static json_t *candidates(struct up_sessions *all, struct up_cluster *c, bool an
 {
 	json_t *out = json_object(), *cache = up_kube_watch_cache(up_cluster_namespaces(c)), *ns;
 	int64_t now = (int64_t)time(NULL);
-	struct up_list *pos, *tmp;
 	const char *key;
 
 	json_object_foreach (cache, key, ns) {
@@ -85,12 +84,12 @@ static json_t *candidates(struct up_sessions *all, struct up_cluster *c, bool an
 		(void)json_object_set_new(out, name,
 					  candidate(up_sessions_find(all, name), ns, name, now));
 	}
-	up_list_for_each_safe (pos, tmp, &all->sessions) {
-		struct up_session *s = up_container_of(pos, struct up_session, link);
-		if (up_session_state_is_terminal(s->state) || json_object_get(out, s->ns) ||
-		    (s->cluster != c && !any_cluster))
+	for (struct up_session *s = up_sessions_next(all, NULL); s; s = up_sessions_next(all, s)) {
+		const char *name = up_session_namespace(s);
+		if (up_session_state_is_terminal(up_session_get_state(s)) ||
+		    json_object_get(out, name) || (up_session_cluster(s) != c && !any_cluster))
 			continue;
-		(void)json_object_set_new(out, s->ns, candidate(s, NULL, s->ns, now));
+		(void)json_object_set_new(out, name, candidate(s, NULL, name, now));
 	}
 	return out;
 }
@@ -215,7 +214,8 @@ static json_t *still_there(struct clean_job *j)
 	json_array_foreach (json_object_get(j->result, "targets"), i, t) {
 		const char *ns = json_string_value(json_object_get(t, "namespace"));
 		struct up_session *s = up_sessions_find(j->all, ns);
-		if ((w && up_kube_watch_get(w, NULL, ns)) || (s && s->state == UP_SESSION_TEARDOWN))
+		if ((w && up_kube_watch_get(w, NULL, ns)) ||
+		    (s && up_session_get_state(s) == UP_SESSION_TEARDOWN))
 			(void)json_array_append_new(left, json_string(ns));
 	}
 	return left;
@@ -241,7 +241,7 @@ static void deletes_done(struct clean_job *j)
 		clean_end(j);
 		return;
 	}
-	j->deadline = uv_now(j->all->loop) + (uint64_t)UP_CLEAN_WAIT_MAX_S * 1000;
+	j->deadline = uv_now(up_sessions_loop(j->all)) + (uint64_t)UP_CLEAN_WAIT_MAX_S * 1000;
 	(void)uv_timer_start(j->timer, on_poll, 0, CLEAN_POLL_MS);
 }
 
@@ -308,7 +308,7 @@ static void run_clean(struct clean_job *j)
 		struct up_session *s = up_sessions_find(j->all, ns);
 		if (s) {
 			if (up_session_stop(s, "removed by uplink clean") == 0)
-				log_info("Session %s: stopped by uplink clean", s->id);
+				log_info("Session %s: stopped by uplink clean", up_session_id(s));
 		} else {
 			delete_foreign(j, k, ns, i);
 		}
@@ -361,7 +361,7 @@ int up_rpc_session_clean(struct up_request *req, void *params, void *userdata)
 		clean_job_free(j);
 		return -ENOMEM;
 	}
-	(void)uv_timer_init(all->loop, j->timer);
+	(void)uv_timer_init(up_sessions_loop(all), j->timer);
 	j->timer->data = j;
 	j->req = req;
 	if (p->dry_run || j->ncalls == 0) {

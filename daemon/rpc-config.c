@@ -14,7 +14,7 @@
 #include "manager.h"
 #include "paths.h"
 #include "rpc.h"
-#include "session-private.h"
+#include "session.h"
 
 struct show_params {
 	const char *cwd;
@@ -83,7 +83,7 @@ static int rpc_show(struct up_request *req, void *params, void *userdata)
 		return 0;
 	}
 	return up_config_show_for(up_manager_loop(userdata), req,
-				  up_manager_sessions(userdata)->home, p->cwd, shown);
+				  up_sessions_home(up_manager_sessions(userdata)), p->cwd, shown);
 }
 
 struct trust_params {
@@ -143,7 +143,8 @@ static int trust_call(struct up_request *req, const struct trust_params *p, void
 		      enum up_config_trust_op op)
 {
 	return up_config_trust_for(up_manager_loop(userdata), req, op,
-				   up_manager_sessions(userdata)->home, p->cwd, p->files);
+				   up_sessions_home(up_manager_sessions(userdata)), p->cwd,
+				   p->files);
 }
 
 static int rpc_trust(struct up_request *req, void *params, void *userdata)

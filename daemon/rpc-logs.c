@@ -12,7 +12,7 @@
 #include "rpc-logs.h"
 #include "server.h"
 #include "session-audit.h"
-#include "session-private.h"
+#include "session.h"
 
 const struct up_param up_logs_params[] = {
 	{"id", UP_PARAM_STRING, offsetof(struct up_logs_params, id), UP_PARAM_MANDATORY, NULL},
@@ -147,12 +147,13 @@ int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
 		return -ENOMEM;
 	}
 	j->req = req;
-	(void)snprintf(j->id, sizeof(j->id), "%s", s->id);
+	(void)snprintf(j->id, sizeof(j->id), "%s", up_session_id(s));
 	j->follow = p->follow;
 	j->denied = p->denied_only;
 	if (p->follow)
-		j->sub = up_session_audit_subscribe(s->id, on_live, on_live_end, j);
-	r = up_audit_read_start(s->all->loop, path, on_history, j, &j->rd);
+		j->sub = up_session_audit_subscribe(up_session_id(s), on_live, on_live_end, j);
+	r = up_audit_read_start(up_sessions_loop(up_manager_sessions(userdata)), path, on_history,
+				j, &j->rd);
 	if (r < 0) {
 		j->req = NULL;
 		logs_job_free(j);

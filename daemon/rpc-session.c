@@ -24,7 +24,7 @@
 #include "rpc.h"
 #include "server.h"
 #include "session-options.h"
-#include "session-private.h"
+#include "session.h"
 
 /* session.start's parameters: a field for each parameter of session-options.h, and these. */
 #define FIELD_BOOL(key)	    bool key;
@@ -77,31 +77,6 @@ static const struct up_param start_params[] = {
 static char *dup_or_null(const char *s)
 {
 	return s && *s ? strdup(s) : NULL;
-}
-
-void up_session_opts_done(struct up_session_opts *o)
-{
-	char **strs[] = {&o->agent,
-			 &o->mode,
-			 &o->cwd,
-			 &o->deploy_context,
-			 &o->agent_runtime_class,
-			 &o->mitm_runtime_class,
-			 &o->mitm_image,
-			 &o->registry_image,
-			 &o->image,
-			 &o->registry,
-			 &o->user,
-			 &o->home};
-
-	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
-		free(*strs[i]);
-		*strs[i] = NULL;
-	}
-	json_decref(o->rules);
-	json_decref(o->args);
-	o->rules = o->args = NULL;
-	o->extra = up_session_extra_free(o->extra);
 }
 
 static bool dns_name(const char *s)
@@ -191,13 +166,13 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 				"the working folder '%s' must be an absolute, normalised path",
 				p->cwd),
 		       -EINVAL;
-	if (!up_path_under(p->cwd, all->home) || !strcmp(p->cwd, all->home) ||
-	    !strncmp(all->home, "/", 2))
+	if (!up_path_under(p->cwd, up_sessions_home(all)) ||
+	    !strcmp(p->cwd, up_sessions_home(all)) || !strncmp(up_sessions_home(all), "/", 2))
 		return snprintf(why, len,
 				"the working folder %.300s is not inside your home %.300s: uplink "
 				"mounts "
 				"only folders under home into the agent; cd into a project first",
-				p->cwd, all->home),
+				p->cwd, up_sessions_home(all)),
 		       -EINVAL;
 	json_array_foreach (p->rules, i, v)
 		if (json_string_value(v)[0] != '/')
@@ -364,8 +339,8 @@ static int fill_opts(const struct start_params *p, const struct up_sessions *all
 	o->registry_image = dup_or_null(p->registry_image);
 	o->image = dup_or_null(p->image);
 	o->registry = dup_or_null(p->registry);
-	o->user = strdup(all->user);
-	o->home = strdup(all->home);
+	o->user = strdup(up_sessions_user(all));
+	o->home = strdup(up_sessions_home(all));
 	o->rules = p->rules ? json_deep_copy(p->rules) : json_array();
 	o->args = p->args ? json_deep_copy(p->args) : json_array();
 	o->no_default_rules = p->no_default_rules;
@@ -392,14 +367,14 @@ static int start_checked(struct up_request *req, void *params, void *userdata,
 	struct start_params *p = params;
 	struct up_session_opts o = {0};
 	struct up_session *s;
-	char why[1024], id[UP_SESSION_ID_LEN + 1];
+	char why[1024];
 	int r;
 
-	if (!all->tpl) {
+	if (up_sessions_templates_error(all)) {
 		up_request_errorf(req, UP_ERR_PREREQ_MISSING,
 				  "sessions cannot start: %s; reinstall uplink "
 				  "(./install.sh) or set UPLINK_DATA_DIR",
-				  all->tpl_error);
+				  up_sessions_templates_error(all));
 		return 0;
 	}
 	if (check_start(p, all, from_files, &o, why, sizeof(why)) < 0) {
@@ -420,21 +395,13 @@ static int start_checked(struct up_request *req, void *params, void *userdata,
 	size_t k;
 	json_array_foreach (json_object_get(from_files, "warnings"), k, w)
 		warn(req, "%s", json_string_value(w));
-	if (r >= 0)
-		r = up_session_id_new(id);
-	s = r >= 0 ? up_session_new(all, id) : NULL;
-	if (!s) {
-		up_session_opts_done(&o);
-		return r < 0 ? r : -ENOMEM;
-	}
-	s->o = o;
-	(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
-	s->cluster = up_sessions_cluster(all, s->o.deploy_context);
-	r = up_session_begin(s, &up_rpc_start_observer, req);
 	if (r < 0) {
-		up_session_free(s);
+		up_session_opts_done(&o);
 		return r;
 	}
+	r = up_sessions_start(all, &o, &up_rpc_start_observer, req, &s);
+	if (r < 0)
+		return r;
 	up_rpc_start_watch(req, s);
 	return 0;
 }
@@ -444,7 +411,7 @@ static int rpc_start(struct up_request *req, void *params, void *userdata)
 {
 	(void)params;
 	return up_config_then(up_manager_loop(userdata), req, start_params,
-			      sessions_of(userdata)->home, start_checked, userdata);
+			      up_sessions_home(sessions_of(userdata)), start_checked, userdata);
 }
 
 struct id_params {
@@ -486,7 +453,8 @@ static int rpc_stop(struct up_request *req, void *params, void *userdata)
 		return 0;
 	if (up_session_stop(s, "stopped by the user") == -EALREADY) {
 		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)",
-				  s->id, up_session_state_to_name(s->state));
+				  up_session_id(s),
+				  up_session_state_to_name(up_session_get_state(s)));
 		return 0;
 	}
 	up_request_reply(req, up_session_describe(s));
@@ -525,7 +493,7 @@ static void hold_end(struct up_request *req, void *ud)
 
 	(void)req;
 	if (s)
-		session_attached(s, -1);
+		up_session_attached(s, -1);
 	free(h);
 }
 
@@ -536,17 +504,18 @@ static int rpc_hold(struct up_request *req, void *params, void *userdata)
 
 	if (!s)
 		return 0;
-	if (s->state != UP_SESSION_RUNNING) {
-		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s is %s, not running", s->id,
-				  up_session_state_to_name(s->state));
+	if (up_session_get_state(s) != UP_SESSION_RUNNING) {
+		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s is %s, not running",
+				  up_session_id(s),
+				  up_session_state_to_name(up_session_get_state(s)));
 		return 0;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	h->all = sessions_of(userdata);
-	(void)snprintf(h->id, sizeof(h->id), "%s", s->id);
-	session_attached(s, +1);
+	(void)snprintf(h->id, sizeof(h->id), "%s", up_session_id(s));
+	up_session_attached(s, +1);
 	up_request_set_cancel(req, hold_end, h);
 	return 0;
 }
@@ -578,17 +547,19 @@ static int rpc_extend(struct up_request *req, void *params, void *userdata)
 					  : err);
 		return 0;
 	}
-	r = session_extend(s, by);
+	r = up_session_extend(s, by);
 	if (r == -EALREADY) {
 		up_request_errorf(req, UP_ERR_SESSION_ENDED, "session %s has already ended (%s)",
-				  s->id, up_session_state_to_name(s->state));
+				  up_session_id(s),
+				  up_session_state_to_name(up_session_get_state(s)));
 		return 0;
 	}
 	if (r < 0) {
 		up_request_errorf(req, UP_ERR_INVALID_PARAMS,
 				  "cannot push the deadline of session %s "
 				  "that far (at most %llu days from its start)",
-				  s->id, (unsigned long long)(UP_MAX_DURATION_S / 86400));
+				  up_session_id(s),
+				  (unsigned long long)(UP_MAX_DURATION_S / 86400));
 		return 0;
 	}
 	up_request_reply(req, up_session_describe(s));

@@ -99,7 +99,7 @@ void session_life_arm(struct up_session *s)
 	(void)uv_timer_start(s->life, on_life, next > now ? (uint64_t)(next - now) * 1000 : 0, 0);
 }
 
-void session_attached(struct up_session *s, int delta)
+void up_session_attached(struct up_session *s, int delta)
 {
 	if (delta < 0 && s->attached == 0)
 		return;
@@ -112,7 +112,7 @@ void session_attached(struct up_session *s, int delta)
 	session_life_arm(s);
 }
 
-int session_extend(struct up_session *s, uint64_t by_s)
+int up_session_extend(struct up_session *s, uint64_t by_s)
 {
 	int64_t now = (int64_t)time(NULL);
 	int64_t from = up_record_expires_at(s->record);

@@ -238,8 +238,6 @@ void session_ranges_cancel(struct up_session *s);
 /* session-limits.c: --ttl and --idle-timeout */
 void session_life_arm(struct up_session *s);
 void session_life_free(struct up_session *s);
-void session_attached(struct up_session *s, int delta);
-int session_extend(struct up_session *s, uint64_t by_s);
 
 /* image-registry.c */
 /* Threadpool: the k3s registries.yaml check; `problem` empty when fine or not needed. */

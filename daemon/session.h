@@ -79,11 +79,6 @@ int up_sessions_defer(struct up_sessions *all, struct up_request *req, void *par
 /* The cluster for a context (NULL: the default), created on first use. */
 struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context);
 
-/* Starts a session for `req` (which it answers); takes `o`. */
-int up_session_start(struct up_sessions *all, struct up_request *req,
-		     struct up_session_opts *o) _wur_;
-void up_session_opts_done(struct up_session_opts *o);
-
 /*
  * Who started a session hears from it through one observer (rpc-session.c: the client's
  * connection and its session.start request): progress and state notifications (params
@@ -95,9 +90,37 @@ struct up_session_observer {
 	void (*reply)(void *starter, json_t *result);
 	void (*error)(void *starter, enum up_error e, const char *msg);
 };
-/* The starter went away unanswered: a session not yet RUNNING is stopped, a running one
- * only loses its observer. */
+/* session.c: the starter went away unanswered: a session not yet RUNNING is stopped, a
+ * running one only loses its observer. */
 void up_session_starter_gone(struct up_session *s);
+
+/* sessions.c: a new session from `o` (taken, even on failure), its record written and its
+ * steps begun; it answers `starter` through `obs` when running or failed. */
+int up_sessions_start(struct up_sessions *all, struct up_session_opts *o,
+		      const struct up_session_observer *obs, void *starter,
+		      struct up_session **ret) _wur_;
+/* sessions.c: frees what `o` owns and zeroes it. */
+void up_session_opts_done(struct up_session_opts *o);
+
+/* sessions.c: what the RPC files may read of a session and of the registry. */
+const char *up_session_id(const struct up_session *s);
+const char *up_session_namespace(const struct up_session *s);
+enum up_session_state up_session_get_state(const struct up_session *s);
+struct up_cluster *up_session_cluster(const struct up_session *s);
+/* When its record says it was created (seconds since the epoch); 0 without a record. */
+int64_t up_session_created_at(const struct up_session *s);
+/* Every session in turn: NULL gives the first, the last gives NULL. */
+struct up_session *up_sessions_next(struct up_sessions *all, struct up_session *prev);
+uv_loop_t *up_sessions_loop(const struct up_sessions *all);
+const char *up_sessions_home(const struct up_sessions *all);
+const char *up_sessions_user(const struct up_sessions *all);
+/* Why sessions cannot start (the templates did not load), or NULL. */
+const char *up_sessions_templates_error(const struct up_sessions *all);
+
+/* session-limits.c: a client attached (+1) or gone (-1), for --idle-timeout; the expiry
+ * moved on by `by_s` (-EALREADY when the session has ended, or a negative errno). */
+void up_session_attached(struct up_session *s, int delta);
+int up_session_extend(struct up_session *s, uint64_t by_s) _wur_;
 
 /* session-extras.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
  * on the loop; 0 or -EINVAL with a sentence naming the flag and the value. */

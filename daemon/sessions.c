@@ -523,3 +523,109 @@ json_t *up_sessions_list(struct up_sessions *all, bool all_sessions, const json_
 	}
 	return out;
 }
+
+/* ---- what the RPC files may read of a session and of the registry ---- */
+
+const char *up_session_id(const struct up_session *s)
+{
+	return s->id;
+}
+
+const char *up_session_namespace(const struct up_session *s)
+{
+	return s->ns;
+}
+
+enum up_session_state up_session_get_state(const struct up_session *s)
+{
+	return s->state;
+}
+
+struct up_cluster *up_session_cluster(const struct up_session *s)
+{
+	return s->cluster;
+}
+
+int64_t up_session_created_at(const struct up_session *s)
+{
+	return s->record ? up_record_created_at(s->record) : 0;
+}
+
+struct up_session *up_sessions_next(struct up_sessions *all, struct up_session *prev)
+{
+	struct up_list *next = prev ? prev->link.next : all->sessions.next;
+
+	return next == &all->sessions ? NULL : up_container_of(next, struct up_session, link);
+}
+
+uv_loop_t *up_sessions_loop(const struct up_sessions *all)
+{
+	return all->loop;
+}
+
+const char *up_sessions_home(const struct up_sessions *all)
+{
+	return all->home;
+}
+
+const char *up_sessions_user(const struct up_sessions *all)
+{
+	return all->user;
+}
+
+const char *up_sessions_templates_error(const struct up_sessions *all)
+{
+	return all->tpl ? NULL : all->tpl_error;
+}
+
+/* ---- a new session ---- */
+
+void up_session_opts_done(struct up_session_opts *o)
+{
+	char **strs[] = {&o->agent,
+			 &o->mode,
+			 &o->cwd,
+			 &o->deploy_context,
+			 &o->agent_runtime_class,
+			 &o->mitm_runtime_class,
+			 &o->mitm_image,
+			 &o->registry_image,
+			 &o->image,
+			 &o->registry,
+			 &o->user,
+			 &o->home};
+
+	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
+		free(*strs[i]);
+		*strs[i] = NULL;
+	}
+	json_decref(o->rules);
+	json_decref(o->args);
+	o->rules = o->args = NULL;
+	o->extra = up_session_extra_free(o->extra);
+}
+
+int up_sessions_start(struct up_sessions *all, struct up_session_opts *o,
+		      const struct up_session_observer *obs, void *starter, struct up_session **ret)
+{
+	char id[UP_SESSION_ID_LEN + 1];
+	struct up_session *s;
+	int r = up_session_id_new(id);
+
+	s = r >= 0 ? up_session_new(all, id) : NULL;
+	if (!s) {
+		up_session_opts_done(o);
+		return r < 0 ? r : -ENOMEM;
+	}
+	s->o = *o;
+	*o = (struct up_session_opts){0};
+	(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
+	s->cluster = up_sessions_cluster(all, s->o.deploy_context);
+	r = up_session_begin(s, obs, starter);
+	if (r < 0) {
+		up_session_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
