@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 
-#include "daemon/session-spec.h"
 #include "util.h"
 
 /*
@@ -22,6 +21,56 @@
  * prepare() BLOCKS: it reads files under the user's home and may refresh an OAuth token
  * over HTTPS. The daemon runs it on the libuv thread pool, never on its loop.
  */
+
+/* ---- what an agent adds to its pod (the daemon renders it: daemon/manifests.c) */
+
+struct up_env {
+	const char *name;
+	const char *value;
+};
+
+enum up_agent_volume_kind {
+	UP_AGENT_VOL_SECRET,	/* a Secret the renderer creates from `files` */
+	UP_AGENT_VOL_CONFIGMAP, /* a ConfigMap the renderer creates from `files` */
+	UP_AGENT_VOL_HOSTPATH,	/* a host path (the cwd, ~/.claude/projects/...) */
+	UP_AGENT_VOL_EMPTYDIR,	/* scratch space (docker's data root, /run) */
+};
+
+/* One key of an agent Secret or ConfigMap. */
+struct up_agent_file {
+	const char *key; /* a config key: [-._a-zA-Z0-9]+ */
+	const char *data;
+	size_t len;
+	const char
+		*mount_path; /* non-NULL: mounted alone here (subPath), e.g. ~/.claude/CLAUDE.md */
+};
+
+struct up_agent_volume {
+	enum up_agent_volume_kind kind;
+	const char *name; /* volume name; also the Secret's/ConfigMap's name (DNS-1123 label) */
+	const struct up_agent_file *files; /* SECRET, CONFIGMAP */
+	size_t n_files;
+	const char *mount_path; /* the whole volume here; NULL when only files are mounted */
+	bool read_only;
+	const char *host_path;	    /* HOSTPATH */
+	const char *host_path_type; /* HOSTPATH: Directory, DirectoryOrCreate, File, ... */
+	const char *medium;	    /* EMPTYDIR: NULL or "Memory" */
+	const char *size_limit;	    /* EMPTYDIR: NULL or a quantity, "2Gi" */
+};
+
+/* What the agent adds to its pod (prepare() fills it; daemon/session-spec.h carries it). */
+struct up_agent_contrib {
+	const struct up_env *env; /* added after uplink's own; a clash with one is an error */
+	size_t n_env;
+	const struct up_agent_volume *volumes;
+	size_t n_volumes;
+	const char *const
+		*entrypoint;	    /* NULL-terminated: the container's command; NULL = image's */
+	const char *const *command; /* NULL-terminated: what runs under tmux (container args) */
+	const char *memory_limit;   /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
+};
+
+/* ---- the agent interface */
 
 /* Bounds of one prepared result (a bug, not a user, exceeds them). */
 #define UP_AGENT_MAX_ENV      32
@@ -55,6 +104,8 @@ struct up_agent_input {
 	bool rules_only; /* only the auth rules and the expiry: no files read or written for the pod
 			  */
 	time_t now;	 /* 0: time(NULL); tests fix it */
+	/* Where an expired OAuth token is refreshed; NULL: the agent's default (tests set it). */
+	const char *token_url;
 };
 
 /*
@@ -125,13 +176,16 @@ const struct up_agent_mode *up_agent_find_mode(const struct up_agent_impl *a, co
 int up_agent_describe_all(char *buf, size_t len);
 
 /*
- * The folder holding the agents' build contexts: $UPLINK_DATA_DIR/agents when set, else
- * <datadir>/uplink/agents when installed, else the source tree's agents/ (running
- * uninstalled from a build folder). Then the build context and the default rules file.
+ * The folder holding the agents' build contexts: <data_dir>/agents when data_dir is set (the
+ * daemon passes $UPLINK_DATA_DIR), else <datadir>/uplink/agents when installed, else the
+ * source tree's agents/ (running uninstalled from a build folder). Then the build context
+ * and the default rules file.
  */
-int up_agent_data_dir(char *buf, size_t len) _wur_;
-int up_agent_context_path(const struct up_agent_impl *a, char *buf, size_t len) _wur_;
-int up_agent_rules_path(const struct up_agent_impl *a, char *buf, size_t len) _wur_;
+int up_agent_data_dir(const char *data_dir, char *buf, size_t len) _wur_;
+int up_agent_context_path(const struct up_agent_impl *a, const char *data_dir, char *buf,
+			  size_t len) _wur_;
+int up_agent_rules_path(const struct up_agent_impl *a, const char *data_dir, char *buf,
+			size_t len) _wur_;
 
 /*
  * Runs prepare() after checking the mode; an unknown mode is -EINVAL with a sentence

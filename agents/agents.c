@@ -14,7 +14,6 @@
 #include "agents/agent.h"
 #include "agents/agents-config.h"
 #include "config.h"
-#include "daemon/knobs.h"
 #include "fileio.h"
 
 const struct up_agent_impl *const up_agents[] = {
@@ -81,23 +80,23 @@ static bool is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int up_agent_data_dir(char *buf, size_t len)
+int up_agent_data_dir(const char *data_dir, char *buf, size_t len)
 {
-	const char *env = up_knobs()->data_dir;
 	int n;
 
-	if (env && *env)
-		n = snprintf(buf, len, "%s/agents", env);
+	if (data_dir && *data_dir)
+		n = snprintf(buf, len, "%s/agents", data_dir);
 	else if ((n = snprintf(buf, len, "%s/agents", UP_PKGDATADIR)) > 0 && (size_t)n < len &&
 		 !is_dir(buf))
 		n = snprintf(buf, len, "%s", UP_AGENTS_SOURCE_DIR);
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
-int up_agent_context_path(const struct up_agent_impl *a, char *buf, size_t len)
+int up_agent_context_path(const struct up_agent_impl *a, const char *data_dir, char *buf,
+			  size_t len)
 {
 	char dir[4096];
-	int r = up_agent_data_dir(dir, sizeof(dir));
+	int r = up_agent_data_dir(data_dir, dir, sizeof(dir));
 
 	if (r < 0)
 		return r;
@@ -105,10 +104,10 @@ int up_agent_context_path(const struct up_agent_impl *a, char *buf, size_t len)
 	return r > 0 && (size_t)r < len ? 0 : -ENAMETOOLONG;
 }
 
-int up_agent_rules_path(const struct up_agent_impl *a, char *buf, size_t len)
+int up_agent_rules_path(const struct up_agent_impl *a, const char *data_dir, char *buf, size_t len)
 {
 	char dir[4096];
-	int r = up_agent_context_path(a, dir, sizeof(dir));
+	int r = up_agent_context_path(a, data_dir, dir, sizeof(dir));
 
 	if (r < 0)
 		return r;

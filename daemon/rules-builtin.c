@@ -30,7 +30,7 @@ int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_
 		if (r < 0)
 			return r;
 	}
-	if (up_agent_rules_path(a, path, sizeof(path)) < 0) {
+	if (up_agent_rules_path(a, up_knobs()->data_dir, path, sizeof(path)) < 0) {
 		(void)json_array_append_new(
 			problems,
 			json_sprintf("agent %s: the path of its default rules is too long",
@@ -61,7 +61,8 @@ int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const c
 {
 	_cleanup_(up_agent_prepared_freep) struct up_agent_prepared *p = NULL;
 	const struct up_agent_impl *a = up_agent_find(agent);
-	struct up_agent_input in = {.mode = mode, .rules_only = true};
+	struct up_agent_input in = {
+		.mode = mode, .rules_only = true, .token_url = up_knobs()->token_url};
 	char known[256], pwbuf[4096];
 	int r;
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "agents/agent.h"
+#include "knobs.h"
 #include "rules.h"
 #include "session-private.h"
 #include "store.h"
@@ -63,6 +64,7 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		.state_dir = dir,
 		.dry_run = s->o.dry_run,
 		.debug = s->o.debug,
+		.token_url = up_knobs()->token_url,
 	};
 	return up_agent_prepare(a->impl, &in, &a->p, err, len);
 }
@@ -81,7 +83,7 @@ int session_agent_context(const struct up_session *s, char *buf, size_t len)
 {
 	const struct up_agent_impl *impl = s->agent ? s->agent->impl : up_agent_find(s->o.agent);
 
-	return impl ? up_agent_context_path(impl, buf, len) : -ENOENT;
+	return impl ? up_agent_context_path(impl, up_knobs()->data_dir, buf, len) : -ENOENT;
 }
 
 const char *const *session_agent_attach_argv(const struct up_session *s)

@@ -375,7 +375,8 @@ static void job_run(uv_work_t *w)
 					    .gid = getgid(),
 					    .user = rf->user,
 					    .cwd = rf->cwd,
-					    .rules_only = true};
+					    .rules_only = true,
+					    .token_url = up_knobs()->token_url};
 		struct up_agent_prepared *p = NULL;
 		json_t *problems = json_array();
 

@@ -7,7 +7,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "protocol.h" /* UP_SESSION_ID_LEN, UP_SESSION_NS_PREFIX */
+#include "agents/agent.h" /* struct up_agent_contrib: what the agent adds to its pod */
+#include "protocol.h"	  /* UP_SESSION_ID_LEN, UP_SESSION_NS_PREFIX */
 
 /*
  * Everything rendering a session's Kubernetes objects needs (daemon/manifests.h). The
@@ -16,52 +17,6 @@
  */
 
 struct up_kube_exposed; /* daemon/kube-expose.h */
-
-struct up_env {
-	const char *name;
-	const char *value;
-};
-
-enum up_agent_volume_kind {
-	UP_AGENT_VOL_SECRET,	/* a Secret the renderer creates from `files` */
-	UP_AGENT_VOL_CONFIGMAP, /* a ConfigMap the renderer creates from `files` */
-	UP_AGENT_VOL_HOSTPATH,	/* a host path (the cwd, ~/.claude/projects/...) */
-	UP_AGENT_VOL_EMPTYDIR,	/* scratch space (docker's data root, /run) */
-};
-
-/* One key of an agent Secret or ConfigMap. */
-struct up_agent_file {
-	const char *key; /* a config key: [-._a-zA-Z0-9]+ */
-	const char *data;
-	size_t len;
-	const char
-		*mount_path; /* non-NULL: mounted alone here (subPath), e.g. ~/.claude/CLAUDE.md */
-};
-
-struct up_agent_volume {
-	enum up_agent_volume_kind kind;
-	const char *name; /* volume name; also the Secret's/ConfigMap's name (DNS-1123 label) */
-	const struct up_agent_file *files; /* SECRET, CONFIGMAP */
-	size_t n_files;
-	const char *mount_path; /* the whole volume here; NULL when only files are mounted */
-	bool read_only;
-	const char *host_path;	    /* HOSTPATH */
-	const char *host_path_type; /* HOSTPATH: Directory, DirectoryOrCreate, File, ... */
-	const char *medium;	    /* EMPTYDIR: NULL or "Memory" */
-	const char *size_limit;	    /* EMPTYDIR: NULL or a quantity, "2Gi" */
-};
-
-/* What the agent adds to its pod (agents/agent.h's prepare() fills it). */
-struct up_agent_contrib {
-	const struct up_env *env; /* added after uplink's own; a clash with one is an error */
-	size_t n_env;
-	const struct up_agent_volume *volumes;
-	size_t n_volumes;
-	const char *const
-		*entrypoint;	    /* NULL-terminated: the container's command; NULL = image's */
-	const char *const *command; /* NULL-terminated: what runs under tmux (container args) */
-	const char *memory_limit;   /* NULL = UP_AGENT_MEMORY_LIMIT_DEFAULT */
-};
 
 /* One file from --ssh-key-dir (daemon/ssh-keys.h); owns name and data. */
 struct up_ssh_file {

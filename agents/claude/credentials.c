@@ -18,7 +18,6 @@
 
 #include "agents/claude/claude.h"
 #include "bounds.h"
-#include "daemon/knobs.h"
 #include "fileio.h"
 
 #define CREDS	"~/.claude/.credentials.json"
@@ -233,9 +232,9 @@ static int save(const char *path, struct oauth *o)
  * Refreshes in place: o->doc gets the new tokens and is written back to the host file
  * (the old refresh token stops working once used). 0, or -EIO with why.
  */
-static int refresh(const char *path, struct oauth *o, time_t now, char *err, size_t len)
+static int refresh(const char *path, const char *url, struct oauth *o, time_t now, char *err,
+		   size_t len)
 {
-	const char *url = up_knobs()->token_url;
 	struct body b = {0};
 	int r;
 
@@ -384,7 +383,7 @@ int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepa
 	left = r == 0 ? o.expires_ms / 1000 - (long long)now : 0;
 	if (r == 0 && left < CLAUDE_REFRESH_MARGIN_S) {
 		char why[512];
-		int k = refresh(path, &o, now, why, sizeof(why));
+		int k = refresh(path, in->token_url, &o, now, why, sizeof(why));
 		if (k >= 0)
 			r = 0;
 		else if (left > 0)

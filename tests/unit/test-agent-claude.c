@@ -24,7 +24,6 @@
 #include "ca.h"
 #include "manifests.h"
 #include "rules.h"
-#include "knobs.h"
 
 #define FIXTURES  UP_TEST_DATA_DIR "/agents/claude"
 #define MANIFESTS UP_TEST_DATA_DIR "/../../manifests"
@@ -58,6 +57,9 @@ static void home_done(struct home *h)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Where an expired token is refreshed: the agent's default unless a test points it away. */
+static const char *token_url;
+
 static int run(struct home *h, const char *mode, const char *const *args, bool state,
 	       struct up_agent_prepared **p, char *err, size_t len)
 {
@@ -73,6 +75,7 @@ static int run(struct home *h, const char *mode, const char *const *args, bool s
 		.state_dir = state ? h->state : NULL,
 		.base_dir = FIXTURES "/system",
 		.now = NOW,
+		.token_url = token_url,
 	};
 
 	return up_agent_prepare(&up_agent_claude, &in, p, err, len);
@@ -135,11 +138,9 @@ static void test_refresh_fails(void **state)
 			   "refreshing it failed (http://127.0.0.1:1/v1/oauth/token: ";
 
 	home_new(&h, "expired");
-	setenv(CLAUDE_TOKEN_URL_ENV, "http://127.0.0.1:1/v1/oauth/token", 1);
-	up_knobs_load();
+	token_url = "http://127.0.0.1:1/v1/oauth/token";
 	assert_int_equal(run(&h, NULL, NULL, true, &p, err, sizeof(err)), -EIO);
-	unsetenv(CLAUDE_TOKEN_URL_ENV);
-	up_knobs_load();
+	token_url = NULL;
 	assert_true(strncmp(err, head, strlen(head)) == 0);
 	assert_non_null(strstr(err, "): " RELOGIN));
 	assert_null(strstr(err, SENTINEL));
@@ -747,12 +748,8 @@ static void test_registry(void **state)
 	assert_null(up_agent_find_mode(&up_agent_claude, "vertex"));
 	assert_int_equal(up_agent_describe_all(buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "claude (modes anthropic, bedrock)");
-	setenv("UPLINK_DATA_DIR", "/opt/x", 1);
-	up_knobs_load();
-	assert_int_equal(up_agent_rules_path(&up_agent_claude, buf, sizeof(buf)), 0);
+	assert_int_equal(up_agent_rules_path(&up_agent_claude, "/opt/x", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/opt/x/agents/claude/default-rules.yaml");
-	unsetenv("UPLINK_DATA_DIR");
-	up_knobs_load();
 	assert_null(up_agent_prepared_free(NULL));
 }
 
