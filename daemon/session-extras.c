@@ -525,7 +525,7 @@ static int check_ssh_home(struct up_session_extra *x, const char *cwd, const cha
 	return 0;
 }
 
-int session_mounts_prepare(struct up_session *s)
+int session_extras_prepare(struct up_session *s)
 {
 	struct up_session_extra *x = s->o.extra;
 	char why[1024] = "";

@@ -27,7 +27,7 @@ void session_prepare_run(struct up_session *s)
 	size_t i;
 	int r;
 
-	if (session_mounts_prepare(s) < 0) /* host mounts, --mitm-ca-cert, git: session-extras.c */
+	if (session_extras_prepare(s) < 0) /* host mounts, --mitm-ca-cert, git: session-extras.c */
 		return;
 	r = session_agent_prepare(s, err, sizeof(err));
 	if (r < 0) {

@@ -156,16 +156,10 @@ void up_session_adopt(struct up_session *s);
 void up_session_reconcile(struct up_session *s, json_t *ns);
 void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_t *ns);
 
-/* session.c */
+/* session.c: one session's steps and the table of what entering a state does */
 void up_session_cancel_work(struct up_session *s);
-void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod);
 struct up_session *up_session_new(struct up_sessions *all, const char *id);
-/* Writes the record, then runs the steps; answers through `obs` when running or failed. */
-int up_session_begin(struct up_session *s, const struct up_session_observer *obs,
-		     void *starter) _wur_;
 void up_session_free(struct up_session *s);
-
-/* session.c, for the steps in other files */
 int64_t session_now(void);
 /* The host uid and gid the pods run as: ours (tests: UPLINK_DEBUG_UID=uid:gid, as root). */
 void session_host_ids(uid_t *uid, gid_t *gid);
@@ -175,31 +169,17 @@ void session_progress(struct up_session *s, const char *phase, unsigned done, un
 void session_answer_error(struct up_session *s, enum up_error e, const char *msg);
 /* The answer of session.start (taken); nothing when already answered. */
 void session_answer(struct up_session *s, json_t *result);
-void session_cancel_work(struct up_session *s);
+void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
+void session_save(struct up_session *s);
 /* Down to TEARDOWN, the namespace deleted (retried until it is), then GONE. */
 void session_teardown(struct up_session *s);
 void session_delete_namespace(struct up_session *s);
 void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms);
-
-/* session-prepare.c: PREPARING, from the record on disk to the placeholders resolved */
-/* The threadpool part for real: up_session_kube_ops.prepare. */
-void session_prepare_run(struct up_session *s);
-/* session.c */
-void session_step_build(struct up_session *s);
-
-/* session-pods.c */
-/* STARTING: waits for the pods through the pod watch, with a deadline. */
-void session_start_waiting(struct up_session *s);
-typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
-int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
-int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
-int session_delete(struct up_session *s, const char *path, session_done_fn done) _wur_;
-void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...) _printf_(3, 4);
-void session_save(struct up_session *s);
 /* The desktop notifier, or NULL when the session is quiet (notifications: false). */
 struct up_notifier *session_notifier(const struct up_session *s);
 /* A warning that a limit is near (desktop notification, or the log without one). */
 void session_notify_expiring(struct up_session *s, const char *limit, int64_t left_s);
+void session_step_build(struct up_session *s);
 /* The registry is there: on to the image. */
 void session_registry_ready(struct up_session *s);
 /* The image, built unless present; a dry run (plan_only) only hashes and, with `ask`, asks
@@ -207,6 +187,32 @@ void session_registry_ready(struct up_session *s);
 void session_start_image(struct up_session *s, bool ask);
 /* Renders the objects; a real run deploys them, a dry run answers with them. */
 void session_step_deploy(struct up_session *s);
+
+/* session-prepare.c: PREPARING, from the record on disk to the placeholders resolved */
+/* Writes the record, then runs the steps; answers through `obs` when running or failed. */
+int up_session_begin(struct up_session *s, const struct up_session_observer *obs,
+		     void *starter) _wur_;
+/* The threadpool part for real: up_session_kube_ops.prepare. */
+void session_prepare_run(struct up_session *s);
+
+/* session-extras.c: on the threadpool (PREPARING), resolves and checks the host mounts, reads
+ * the --mitm-ca-cert files, the --kube-context contexts (adding their rules) and the host's
+ * git identity. On failure sets the session's preparation error and returns it (negative). */
+int session_extras_prepare(struct up_session *s) _wur_;
+
+/* session-calls.c: the Kubernetes calls a session owns, cancelled with it */
+typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
+int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
+int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
+int session_delete(struct up_session *s, const char *path, session_done_fn done) _wur_;
+void session_cancel_work(struct up_session *s);
+
+/* session-pods.c: what the pod watch means for a session */
+void up_session_on_pod(struct up_session *s, enum up_watch_event ev, json_t *pod);
+/* STARTING: waits for the pods through the pod watch, with a deadline. */
+void session_start_waiting(struct up_session *s);
+
+/* session-plan.c: --dry-run, which reads the cluster and never writes to it */
 /*
  * What only the cluster knows, into the rendered agent pod: the Services' cluster IPs once
  * they have them, or for a dry run the placeholders of manifests.h (README documents them).
@@ -214,8 +220,6 @@ void session_step_deploy(struct up_session *s);
  */
 int session_fill_cluster_values(struct up_session *s, const char *mitm_ip, const char *ssh_agent_ip,
 				char *err, size_t len) _wur_;
-
-/* session-plan.c: --dry-run, which reads the cluster and never writes to it */
 void session_plan_add(struct up_session *s, const char *fmt, ...) _printf_(2, 3);
 /* In place of setting agent-uplink-system up: GETs of its objects, then the image. */
 void session_plan_registry(struct up_session *s);

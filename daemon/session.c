@@ -474,8 +474,6 @@ static bool is_agent_pod(json_t *obj)
 	return kind && name && !strcmp(kind, "Pod") && !strcmp(name, "agent");
 }
 
-void session_start_waiting(struct up_session *s);
-
 static void on_agent_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
 {
 	(void)obj;

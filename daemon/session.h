@@ -59,6 +59,7 @@ struct up_session_opts {
 	struct up_session_extra *extra; /* never NULL once filled */
 };
 
+/* sessions.c: the registry */
 int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **ret) _wur_;
 /* Cancels what is in flight and stops listening; records stay on disk. */
 void up_sessions_shutdown(struct up_sessions *all);
@@ -76,7 +77,7 @@ int up_sessions_defer(struct up_sessions *all, struct up_request *req, void *par
 		      int (*fn)(struct up_request *req, void *params, void *userdata),
 		      void *userdata) _wur_;
 
-/* The cluster for a context (NULL: the default), created on first use. */
+/* sessions.c: the cluster for a context (NULL: the default), created on first use. */
 struct up_cluster *up_sessions_cluster(struct up_sessions *all, const char *context);
 
 /*
@@ -126,13 +127,9 @@ int up_session_extend(struct up_session *s, uint64_t by_s) _wur_;
  * on the loop; 0 or -EINVAL with a sentence naming the flag and the value. */
 int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
 struct up_session_extra *up_session_extra_free(struct up_session_extra *x);
-/* Threadpool (PREPARING): resolves and checks the host mounts, reads the --mitm-ca-cert
- * files, the --kube-context contexts (adding their rules) and the host's git identity. On failure
- * sets the session's preparation error and returns it (negative). */
-int session_mounts_prepare(struct up_session *s) _wur_;
 
+/* sessions.c: finding and listing */
 struct up_session *up_sessions_find(struct up_sessions *all, const char *id_or_namespace);
-json_t *up_session_describe(const struct up_session *s);
 /*
  * session.list: an object per session, or with `columns` (names of its fields) a row per
  * session, the values in that order (null for a field a session lacks): far less to build,
@@ -141,7 +138,11 @@ json_t *up_session_describe(const struct up_session *s);
 json_t *up_sessions_list(struct up_sessions *all, bool all_sessions, const json_t *columns);
 /* The first name in `columns` that no session has, NULL when all are known. */
 const char *up_sessions_list_column_check(const json_t *columns);
+
+/* session.c */
+json_t *up_session_describe(const struct up_session *s);
 /* Asks a session to stop; returns -EALREADY when it has already ended. */
 int up_session_stop(struct up_session *s, const char *reason);
-/* What a client needs to attach: the kubectl command line. */
+
+/* session-pods.c: what a client needs to attach: the kubectl command line. */
 json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len);
