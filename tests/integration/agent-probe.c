@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agents/agent.h"
+#include "knobs.h"
 
 static json_t *strv(const char *const *v)
 {
@@ -87,8 +88,11 @@ int main(int argc, char **argv)
 		{"now", required_argument, NULL, 'n'},	 {"rules-only", no_argument, NULL, 'r'},
 		{"debug", no_argument, NULL, 'd'},	 {0},
 	};
-	struct up_agent_input in = {
-		.uid = getuid(), .gid = getgid(), .user = "probe", .session_id = "0123456789ab"};
+	struct up_agent_input in = {.uid = getuid(),
+				    .gid = getgid(),
+				    .user = "probe",
+				    .session_id = "0123456789ab",
+				    .token_url = up_knobs()->token_url};
 	const char *agent = "claude";
 	struct up_agent_prepared *p = NULL;
 	const struct up_agent_impl *a;
