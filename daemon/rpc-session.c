@@ -138,16 +138,15 @@ static const char *named(const json_t *from_files, const char *canon, const char
 	return buf;
 }
 
-/* 0, or -EINVAL with a sentence naming the flag (or config line) and the value. */
-static int check_start(const struct start_params *p, const struct up_sessions *all,
-		       const json_t *from, struct up_session_opts *o, char *why, size_t len)
+/* The agent, its mode, the working folder and the --rules paths. */
+static int check_who_where(const struct start_params *p, const struct up_sessions *all,
+			   const json_t *from, char *why, size_t len)
 {
 	char at[512]; /* FILE:LINE: key, cut short for a very long path */
 	const struct up_agent_impl *a = up_agent_find(p->agent);
-	char known[256], err[256];
+	char known[256];
 	size_t i;
 	json_t *v;
-	int r;
 
 	if (!a) {
 		(void)up_agent_describe_all(known, sizeof(known));
@@ -179,6 +178,16 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 			return snprintf(why, len, "--rules: '%s' is not an absolute path",
 					json_string_value(v)),
 			       -EINVAL;
+	return 0;
+}
+
+/* The paths, kubeconfigs, profiles, RuntimeClasses and images asked for. */
+static int check_sources(const struct start_params *p, const json_t *from, char *why, size_t len)
+{
+	char at[512];
+	size_t i;
+	int r;
+
 	if ((r = check_paths(p, why, len)) < 0)
 		return r;
 	if ((p->kubeconfig && *p->kubeconfig && !abs_list(p->kubeconfig)) ||
@@ -226,6 +235,15 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 					named(from, refs[i].canon, refs[i].flag, at, sizeof(at)),
 					refs[i].value),
 			       -EINVAL;
+	return 0;
+}
+
+/* --ttl and --idle-timeout, into `o`. */
+static int check_limits(const struct start_params *p, const json_t *from, struct up_session_opts *o,
+			char *why, size_t len)
+{
+	char at[512], err[256];
+
 	o->ttl_s = UP_SESSION_DEFAULT_TTL_S;
 	o->idle_s = UP_SESSION_DEFAULT_IDLE_S;
 	if (p->ttl && up_duration_parse(p->ttl, &o->ttl_s, err, sizeof(err)) < 0)
@@ -248,6 +266,19 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 		o->idle_s /= (uint64_t)d;
 	}
 	return 0;
+}
+
+/* 0, or -EINVAL with a sentence naming the flag (or config line) and the value. */
+static int check_start(const struct start_params *p, const struct up_sessions *all,
+		       const json_t *from, struct up_session_opts *o, char *why, size_t len)
+{
+	int r = check_who_where(p, all, from, why, len);
+
+	if (r >= 0)
+		r = check_sources(p, from, why, len);
+	if (r >= 0)
+		r = check_limits(p, from, o, why, len);
+	return r;
 }
 
 static json_t *copy_list(json_t *list)
