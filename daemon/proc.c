@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -120,7 +121,7 @@ int up_run(struct up_run *run)
 	/* fd3 is copied above 3 first, so that the dup2 onto 3 is never onto itself. */
 	if (pipe2(po, O_CLOEXEC) < 0 || (run->err && pipe2(pe, O_CLOEXEC) < 0) ||
 	    (run->fd3 >= 0 && (fd3 = fcntl(run->fd3, F_DUPFD_CLOEXEC, 10)) < 0))
-		r = -errno;
+		r = negative_errno(); /* never 0: the command must not run, nor pid be read */
 	if (r == 0)
 		r = spawn(run, po[1], pe[1], fd3, &pid);
 	if (fd3 >= 0)
@@ -131,7 +132,7 @@ int up_run(struct up_run *run)
 	if (pe[1] >= 0)
 		(void)close(pe[1]);
 	po[1] = pe[1] = -1;
-	if (r < 0) {
+	if (r != 0) { /* the command did not start: there is no pid to wait for */
 		close_pair(po);
 		close_pair(pe);
 		return r;
