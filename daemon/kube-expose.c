@@ -132,11 +132,14 @@ static int read_token(const struct up_kube_context *c, char **token, char *why, 
 		return *token ? 0 : -ENOMEM;
 	}
 	r = up_read_file(c->token_file, UP_MAX_KUBE_CREDENTIAL_FILE, &text, &n);
-	if (r == -ENOENT)
-		return refuse(why, len, c->name, "tokenFile '%s' not found", c->token_file);
-	if (r < 0)
-		return refuse(why, len, c->name, "cannot read tokenFile '%s': %s", c->token_file,
-			      strerror(-r));
+	if (r < 0) { /* an explicit failure: the caller must not read *token */
+		if (r == -ENOENT)
+			(void)refuse(why, len, c->name, "tokenFile '%s' not found", c->token_file);
+		else
+			(void)refuse(why, len, c->name, "cannot read tokenFile '%s': %s",
+				     c->token_file, strerror(-r));
+		return -EINVAL;
+	}
 	while (n > 0 && isspace((unsigned char)text[n - 1]))
 		text[--n] = '\0';
 	*token = text;
