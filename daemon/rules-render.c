@@ -130,19 +130,13 @@ static int json_strv(const json_t *a, char ***out, size_t *n, bool cidr)
 	return json_strv_kind(a, out, n, cidr, false);
 }
 
-static int json_rule_headers(const json_t *inject, struct up_rule *r)
+/* The header names a rule removes: a JSON array of valid names. */
+static int json_rule_removes(const json_t *rm, struct up_rule *r)
 {
-	const json_t *h = json_object_get(inject, "headers"),
-		     *rm = json_object_get(inject, "remove");
-	const char *k;
-	json_t *v;
 	size_t i;
+	json_t *v;
 
-	if (!inject)
-		return 0;
-	if ((h && !json_is_object(h)) || (!h && !rm) || (rm && !json_is_array(rm)))
-		return -EINVAL;
-	if (rm && !(r->remove = calloc(json_array_size(rm) + 1, sizeof(char *))))
+	if (!(r->remove = calloc(json_array_size(rm) + 1, sizeof(char *))))
 		return -ENOMEM;
 	json_array_foreach (rm, i, v) {
 		if (!json_is_string(v) || !up_header_name_valid(json_string_value(v)))
@@ -151,6 +145,23 @@ static int json_rule_headers(const json_t *inject, struct up_rule *r)
 			return -ENOMEM;
 		r->n_remove++;
 	}
+	return 0;
+}
+
+static int json_rule_headers(const json_t *inject, struct up_rule *r)
+{
+	const json_t *h = json_object_get(inject, "headers"),
+		     *rm = json_object_get(inject, "remove");
+	const char *k;
+	json_t *v;
+	int e;
+
+	if (!inject)
+		return 0;
+	if ((h && !json_is_object(h)) || (!h && !rm) || (rm && !json_is_array(rm)))
+		return -EINVAL;
+	if (rm && (e = json_rule_removes(rm, r)) < 0)
+		return e;
 	if (!h)
 		return 0;
 	r->headers = calloc(json_object_size(h) + 1, sizeof(*r->headers));
