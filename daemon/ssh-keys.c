@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* --ssh-key-dir: classifying the folder and deriving the public halves (daemon/ssh-keys.h). */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -125,14 +126,17 @@ static int cmp_names(const void *a, const void *b)
 
 static int list_names(struct scan *sc)
 {
-	_cleanup_(closep) int fd = dup(sc->dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	int fd = dup(sc->dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL; /* the DIR owns fd from here */
 	struct dirent *e;
 	int r = 0;
 
-	if (!d)
-		return -errno;
-	fd = -1; /* the DIR owns it now */
+	if (!d) {
+		r = negative_errno();
+		if (fd >= 0)
+			(void)close(fd);
+		return r;
+	}
 	sc->names = calloc(UP_MAX_SSH_DIR_ENTRIES, sizeof(*sc->names));
 	while (sc->names && (e = readdir(d))) {
 		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
@@ -374,6 +378,7 @@ static int split(struct scan *sc, struct up_ssh_keys *k)
 	_cleanup_(freep) char **envp = keygen_env();
 	int r;
 
+	assert(k->n_pub == 0 && k->n_keys == 0); /* split fills an empty k */
 	k->keys = calloc(sc->n, sizeof(*k->keys));
 	k->pub = calloc(sc->n, sizeof(*k->pub));
 	if (!envp || !k->keys || !k->pub)
