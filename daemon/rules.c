@@ -480,14 +480,11 @@ static bool rule_takes(const struct up_rule *r, const char *method, const char *
 	return !r->paths || (!up_path_unsafe(path) && any_match(r->path_re, r->n_paths, path));
 }
 
-const struct up_rule *up_ruleset_match_overrides(const struct up_ruleset *rs, const char *method,
-						 const char *host, unsigned port, const char *path,
-						 const char *const *overrides)
+/* up_ruleset_match_overrides() for a host h normalize_host() has already given. */
+static const struct up_rule *match_overrides(const struct up_ruleset *rs, const char *method,
+					     const char *h, unsigned port, const char *path,
+					     const char *const *overrides)
 {
-	char h[256];
-
-	if (!normalize_host(host, h, sizeof(h)))
-		return NULL;
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct up_rule *r = &rs->rules[i];
 
@@ -499,6 +496,17 @@ const struct up_rule *up_ruleset_match_overrides(const struct up_ruleset *rs, co
 		return r;
 	}
 	return NULL;
+}
+
+const struct up_rule *up_ruleset_match_overrides(const struct up_ruleset *rs, const char *method,
+						 const char *host, unsigned port, const char *path,
+						 const char *const *overrides)
+{
+	char h[256];
+
+	if (!normalize_host(host, h, sizeof(h)))
+		return NULL;
+	return match_overrides(rs, method, h, port, path, overrides);
 }
 
 const struct up_rule *up_ruleset_match_port(const struct up_ruleset *rs, const char *method,
@@ -556,15 +564,13 @@ static bool in_cidr(const char *cidr, int fam, const unsigned char *a)
 	return true;
 }
 
-const struct up_rule *up_ruleset_match_connect(const struct up_ruleset *rs, const char *target)
+/* up_ruleset_match_connect() for a host normalize_host() has already given. */
+static const struct up_rule *match_connect(const struct up_ruleset *rs, const char *t)
 {
 	unsigned char a[16];
-	char t[256];
 	int fam = 0;
 	size_t best;
 
-	if (!normalize_host(target, t, sizeof(t)))
-		return NULL;
 	if (inet_pton(AF_INET, t, a) == 1)
 		fam = AF_INET;
 	else if (inet_pton(AF_INET6, t, a) == 1)
@@ -581,6 +587,13 @@ const struct up_rule *up_ruleset_match_connect(const struct up_ruleset *rs, cons
 			if (in_cidr(rs->rules[i].cidrs[j], fam, a))
 				return &rs->rules[i];
 	return best < rs->n ? &rs->rules[best] : NULL;
+}
+
+const struct up_rule *up_ruleset_match_connect(const struct up_ruleset *rs, const char *target)
+{
+	char t[256];
+
+	return normalize_host(target, t, sizeof(t)) ? match_connect(rs, t) : NULL;
 }
 
 enum up_decision up_ruleset_evaluate(const struct up_ruleset *rs, const char *method, bool https,
@@ -601,7 +614,7 @@ enum up_decision up_ruleset_evaluate_overrides(const struct up_ruleset *rs, cons
 	if (!normalize_host(host, h, sizeof(h)))
 		return UP_DECISION_DENY;
 	if (https) {
-		const struct up_rule *first = up_ruleset_match_connect(rs, h);
+		const struct up_rule *first = match_connect(rs, h); /* h is normalized */
 		if (!first)
 			return UP_DECISION_DENY;
 		if (first->l4) {
@@ -609,11 +622,7 @@ enum up_decision up_ruleset_evaluate_overrides(const struct up_ruleset *rs, cons
 			return UP_DECISION_L4;
 		}
 	}
-	*rule = up_ruleset_match_overrides(rs, method, h,
-					   port	   ? port
-					   : https ? 443
-						   : 80,
-					   path, overrides);
+	*rule = match_overrides(rs, method, h, port ? port : https ? 443 : 80, path, overrides);
 	if (*rule && !https && (*rule)->n_headers)
 		*rule = NULL; /* a credential never goes out in clear: the addon denies it too */
 	return *rule ? UP_DECISION_ALLOW : UP_DECISION_DENY;
