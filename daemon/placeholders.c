@@ -7,6 +7,7 @@
  */
 #include "placeholders.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
@@ -346,6 +347,7 @@ static void advance(struct up_resolve *j)
 			j->seg = 0;
 			continue;
 		}
+		assert(j->t.segs); /* seg < n: the value has been parsed */
 		s = &j->t.segs[j->seg];
 		if (s->kind == UP_PH_LITERAL) {
 			if (!append(j, s->a, strlen(s->a)))
