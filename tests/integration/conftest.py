@@ -1,12 +1,14 @@
+import http.server
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from uplinktest import ROOT, Daemon, uplink_bin, uplinkd_bin  # noqa: E402
+from uplinktest import ROOT, Daemon, Env, Registry, uplink_bin, uplinkd_bin  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "fakekube"))
 
@@ -53,3 +55,37 @@ def fakekube(tmp_path):
     fk.start()
     yield fk
     fk.stop()
+
+
+@pytest.fixture
+def registry():
+    Registry.present = set()
+    Registry.heads = []
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def registry_5000():
+    """The registry stand-in where the in-cluster one would answer: localhost:5000."""
+    Registry.present = set()
+    Registry.heads = []
+    try:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 5000), Registry)
+    except OSError as e:
+        pytest.skip(f"127.0.0.1:5000 is taken here ({e}); the in-cluster registry test needs it")
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def env(tmpdir_short, fakekube, registry):
+    e = Env(tmpdir_short, fakekube, registry)
+    yield from e.running()

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from fakekube_kinds import BY_KIND
-from uplinktest import wait_for
-from test_session import Env, registry, run_detached  # noqa: F401  (registry is a fixture)
+from uplinktest import Env, run_detached, wait_for
 
 OLD = "agent-uplink-aaaaaaaaaaaa"   # foreign, two hours old
 NEW = "agent-uplink-bbbbbbbbbbbb"   # foreign, just made

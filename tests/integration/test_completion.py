@@ -12,8 +12,7 @@ import threading
 
 import pytest
 
-from test_session import env, registry, run_detached  # noqa: F401  (fixtures)
-from uplinktest import uplink_bin
+from uplinktest import run_detached, uplink_bin
 
 NO_DAEMON = {"UPLINK_SOCKET": "/nonexistent/uplinkd.sock"}
 

@@ -8,8 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from test_session import Env, registry  # noqa: F401
-from uplinktest import uplink_bin
+from uplinktest import Env, uplink_bin
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ import socket
 
 import pytest
 
-from test_session import Env, Registry, registry, registry_5000, run_detached  # noqa: F401
-from uplinktest import wait_for
+from uplinktest import Env, Registry, run_detached, wait_for
 
 MITM_IP = "<mitm-cluster-ip>"
 SSH_AGENT_IP = "<ssh-agent-cluster-ip>"

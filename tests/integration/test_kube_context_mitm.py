@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_session import Env, registry  # noqa: F401  (the fixture)
-from uplinktest import SLOW
+from uplinktest import Env, SLOW
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
 from addon_support import free_port, send  # noqa: E402

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from test_session import Env, registry  # noqa: F401
-from uplinktest import Rpc, wait_for
+from uplinktest import Env, Rpc, wait_for
 
 
 @pytest.fixture

@@ -8,8 +8,7 @@ import subprocess
 import pytest
 
 from fakekube import BY_KIND
-from test_session import Env, registry  # noqa: F401
-from uplinktest import Daemon, RpcError, uplink_bin, wait_for
+from uplinktest import Daemon, Env, RpcError, uplink_bin, wait_for
 
 # The watch's first list of namespaces (not its watch stream).
 NS_LIST = r"^/api/v1/namespaces\?(?!.*watch=)"

@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from uplinktest import Rpc, uplink_bin, wait_for
-from test_session import env, registry, run_detached  # noqa: F401  (fixtures)
+from uplinktest import Rpc, run_detached, uplink_bin, wait_for
 
 
 def audit(decision, method, host, path, rule, status, ts="2026-11-29T09:02:13.031Z"):

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from test_session import Env, Registry, obj, only_session, registry, slow_builds, start_in_background  # noqa: F401
-from uplinktest import Rpc, uplink_bin, wait_for
+from uplinktest import Env, Registry, Rpc, obj, only_session, slow_builds, start_in_background, uplink_bin, wait_for
 
 
 @pytest.fixture

@@ -2,123 +2,15 @@
 the real rules engine and manifests, a docker stand-in and a registry stand-in."""
 
 import base64
-import http.server
 import json
-import os
 import re
 import signal
 import subprocess
-import threading
-import time
-from pathlib import Path
 
 import pytest
 
-from uplinktest import ROOT, Daemon, Rpc, kube_probe, uplink_bin, wait_for
-
-TOKEN = "sk-ant-oat01-UPLINK-SENTINEL-" + "7" * 24
-REFRESH = "sk-ant-ort01-UPLINK-SENTINEL-" + "8" * 24
-
-
-class Registry(http.server.BaseHTTPRequestHandler):
-    """A registry stand-in: HEAD of a manifest answers 404 until told the tag exists."""
-    present = set()
-    heads = []
-
-    def do_HEAD(self):  # noqa: N802
-        Registry.heads.append(self.path)
-        tag = self.path.rsplit("/", 1)[-1]
-        self.send_response(200 if tag in Registry.present else 404)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
-
-
-@pytest.fixture
-def registry():
-    Registry.present = set()
-    Registry.heads = []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
-class Env:
-    def __init__(self, tmp, fakekube, registry):
-        self.tmp = tmp
-        self.fk = fakekube
-        self.home = tmp / "home"
-        self.project = self.home / "proj"
-        self.project.mkdir(parents=True)
-        claude = self.home / ".claude"
-        claude.mkdir()
-        (claude / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
-            "accessToken": TOKEN, "refreshToken": REFRESH,
-            "expiresAt": int((time.time() + 30 * 86400) * 1000), "scopes": ["user:inference"],
-            "subscriptionType": "pro"}}))
-        (claude / "settings.json").write_text(json.dumps({"model": "opus"}))
-        (tmp / "machine-id").write_text("0123456789abcdef0123456789abcdef\n")
-        self.docker_calls = tmp / "docker-calls"
-        self.registry = f"127.0.0.1:{registry.server_address[1]}"
-        self.daemon = Daemon(tmp, env={
-            "HOME": str(self.home), "KUBECONFIG": fakekube.kubeconfig, "UPLINK_DATA_DIR": str(ROOT),
-            "XDG_STATE_HOME": str(tmp / "state"), "UPLINK_MACHINE_ID_FILE": str(tmp / "machine-id"),
-            "UPLINK_DOCKER": str(ROOT / "tests" / "data" / "image" / "fake-docker"),
-            "FAKE_DOCKER_CALLS": str(self.docker_calls), "UPLINK_START_TIMEOUT_S": "8",
-            })
-
-    def run(self, *args, cwd=None, timeout=120, env=None, check=None):
-        e = dict(self.daemon.env)
-        e.pop("UPLINK_DEBUG", None)
-        if env:
-            e.update(env)
-        r = subprocess.run([uplink_bin(), "run", *args], cwd=cwd or self.project, env=e,
-                           capture_output=True, text=True, timeout=timeout)
-        if check is not None:
-            assert r.returncode == check, (r.returncode, r.stdout, r.stderr, self.daemon.logs()[-3000:])
-        return r
-
-    def running(self):
-        """Starts the daemon, waits for the deploy cluster, yields; then stops it cleanly (a
-        fixture's body: `yield from env.running()`)."""
-        self.daemon.start()
-        wait_for(lambda: self.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
-                 what="the deploy cluster to sync")
-        yield self
-        rc = self.daemon.stop()
-        self.daemon.close()
-        assert rc == 0, self.daemon.logs()[-3000:]
-
-    def docker_calls_list(self):
-        return self.docker_calls.read_text().splitlines() if self.docker_calls.exists() else []
-
-    def session(self, sid):
-        with Rpc(self.daemon.socket) as c:
-            return c.call("session.get", {"id": sid})
-
-
-@pytest.fixture
-def env(tmpdir_short, fakekube, registry):
-    e = Env(tmpdir_short, fakekube, registry)
-    yield from e.running()
-
-
-def run_detached(env, *extra):
-    r = env.run("claude", "--detach", "--registry", env.registry, *extra, check=0)
-    sid = r.stdout.strip()
-    assert re.fullmatch(r"[0-9a-f]{12}", sid), r.stdout
-    return sid, r
-
-
-def obj(fk, kind, ns, name):
-    o = fk.get(kind, ns, name)
-    assert o is not None, f"{kind} {ns}/{name} missing"
-    return o
+from uplinktest import (REFRESH, TOKEN, Env, Registry, kube_probe, obj, only_session, run_detached, slow_builds,
+                        start_in_background, wait_for)
 
 
 def test_run_detach_reaches_running(env):
@@ -273,28 +165,6 @@ def test_missing_credentials_say_what_to_do(env):
     assert not [n for n in env.fk.list("Namespace") if n["metadata"]["name"].startswith("agent-uplink-")]
 
 
-def start_in_background(env, *extra, env_add=None):
-    e = dict(env.daemon.env)
-    e.pop("UPLINK_DEBUG", None)
-    e.update(env_add or {})
-    return subprocess.Popen([uplink_bin(), "run", "claude", "--detach", "--registry", env.registry, *extra],
-                            cwd=env.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def slow_builds(env, seconds):
-    """docker runs as the daemon's child: the stand-in's delay goes into the daemon's environment."""
-    env.daemon.stop()
-    env.daemon.env["FAKE_DOCKER_SLEEP"] = str(seconds)
-    env.daemon.start()
-    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
-
-
-def only_session(env):
-    with Rpc(env.daemon.socket) as c:
-        ss = c.call("session.list", {"all": True})["sessions"]
-    return ss[0] if ss else None
-
-
 @pytest.mark.parametrize("state", ["BUILDING", "STARTING"])
 def test_client_killed_before_running_tears_down(env, state):
     if state == "STARTING":
@@ -347,22 +217,6 @@ def test_attach_hands_over_to_kubectl(env, tmp_path):
     assert "exec" in argv and "-it" in argv and "agent" in argv
     assert argv[argv.index("-c") + 1] == "main"
     assert "detached; session" in r.stderr
-
-
-@pytest.fixture
-def registry_5000():
-    """The registry stand-in where the in-cluster one would answer: localhost:5000."""
-    Registry.present = set()
-    Registry.heads = []
-    try:
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 5000), Registry)
-    except OSError as e:
-        pytest.skip(f"127.0.0.1:5000 is taken here ({e}); the in-cluster registry test needs it")
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
 
 
 def test_in_cluster_registry_is_set_up_and_waited_for(env, registry_5000, tmp_path):

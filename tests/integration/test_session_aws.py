@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
-from uplinktest import ROOT, Rpc, wait_for
+from uplinktest import Env, ROOT, Rpc, run_detached, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
 from addon_support import PKI, Echo, Proxy, send, write_atomic  # noqa: E402

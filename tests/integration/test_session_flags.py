@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from test_dry_run import SSH_AGENT_IP, assert_dry_run_is_what_a_run_applies
-from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
-from uplinktest import ROOT, wait_for
+from uplinktest import Env, ROOT, run_detached, wait_for
 
 PEM_A = "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----"  # no final newline
 PEM_B = "-----BEGIN CERTIFICATE-----\nMIIBBBBB\n-----END CERTIFICATE-----\n"

@@ -6,8 +6,7 @@ import json
 import pytest
 
 from test_notify import Bus, barrier  # noqa: F401
-from test_session import Env, registry  # noqa: F401
-from uplinktest import wait_for
+from uplinktest import Env, wait_for
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from test_session import Env, registry, run_detached  # noqa: F401  (the fixture)
-from uplinktest import Rpc, TokenServer, wait_for
+from uplinktest import Env, Rpc, TokenServer, run_detached, wait_for
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ import pytest
 
 from test_doctor_full import start_keyring
 from test_notify import Bus
-from test_session import Env, registry  # noqa: F401
-from uplinktest import uplink_bin
+from uplinktest import Env, uplink_bin
 
 pytestmark = pytest.mark.skipif(not os.access("/usr/bin/gnome-keyring-daemon", os.X_OK),
                                 reason="needs gnome-keyring")

@@ -3,8 +3,10 @@
 capture sd_notify datagrams."""
 
 import array
+import http.server
 import json
 import os
+import re
 import selectors
 import signal
 import socket
@@ -337,3 +339,114 @@ class TokenServer:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# The `uplink run` environment most session tests share: a home with Claude credentials, the
+# fake API server, a registry stand-in and a docker stand-in (the fixtures are in conftest.py).
+TOKEN = "sk-ant-oat01-UPLINK-SENTINEL-" + "7" * 24
+REFRESH = "sk-ant-ort01-UPLINK-SENTINEL-" + "8" * 24
+
+
+class Registry(http.server.BaseHTTPRequestHandler):
+    """A registry stand-in: HEAD of a manifest answers 404 until told the tag exists."""
+    present = set()
+    heads = []
+
+    def do_HEAD(self):  # noqa: N802
+        Registry.heads.append(self.path)
+        tag = self.path.rsplit("/", 1)[-1]
+        self.send_response(200 if tag in Registry.present else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+class Env:
+    def __init__(self, tmp, fakekube, registry):
+        self.tmp = tmp
+        self.fk = fakekube
+        self.home = tmp / "home"
+        self.project = self.home / "proj"
+        self.project.mkdir(parents=True)
+        claude = self.home / ".claude"
+        claude.mkdir()
+        (claude / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+            "accessToken": TOKEN, "refreshToken": REFRESH,
+            "expiresAt": int((time.time() + 30 * 86400) * 1000), "scopes": ["user:inference"],
+            "subscriptionType": "pro"}}))
+        (claude / "settings.json").write_text(json.dumps({"model": "opus"}))
+        (tmp / "machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+        self.docker_calls = tmp / "docker-calls"
+        self.registry = f"127.0.0.1:{registry.server_address[1]}"
+        self.daemon = Daemon(tmp, env={
+            "HOME": str(self.home), "KUBECONFIG": fakekube.kubeconfig, "UPLINK_DATA_DIR": str(ROOT),
+            "XDG_STATE_HOME": str(tmp / "state"), "UPLINK_MACHINE_ID_FILE": str(tmp / "machine-id"),
+            "UPLINK_DOCKER": str(ROOT / "tests" / "data" / "image" / "fake-docker"),
+            "FAKE_DOCKER_CALLS": str(self.docker_calls), "UPLINK_START_TIMEOUT_S": "8",
+            })
+
+    def run(self, *args, cwd=None, timeout=120, env=None, check=None):
+        e = dict(self.daemon.env)
+        e.pop("UPLINK_DEBUG", None)
+        if env:
+            e.update(env)
+        r = subprocess.run([uplink_bin(), "run", *args], cwd=cwd or self.project, env=e,
+                           capture_output=True, text=True, timeout=timeout)
+        if check is not None:
+            assert r.returncode == check, (r.returncode, r.stdout, r.stderr, self.daemon.logs()[-3000:])
+        return r
+
+    def running(self):
+        """Starts the daemon, waits for the deploy cluster, yields; then stops it cleanly (a
+        fixture's body: `yield from env.running()`)."""
+        self.daemon.start()
+        wait_for(lambda: self.daemon.client("status", "--json").stdout.find('"state": "ready"') >= 0,
+                 what="the deploy cluster to sync")
+        yield self
+        rc = self.daemon.stop()
+        self.daemon.close()
+        assert rc == 0, self.daemon.logs()[-3000:]
+
+    def docker_calls_list(self):
+        return self.docker_calls.read_text().splitlines() if self.docker_calls.exists() else []
+
+    def session(self, sid):
+        with Rpc(self.daemon.socket) as c:
+            return c.call("session.get", {"id": sid})
+
+
+def run_detached(env, *extra):
+    r = env.run("claude", "--detach", "--registry", env.registry, *extra, check=0)
+    sid = r.stdout.strip()
+    assert re.fullmatch(r"[0-9a-f]{12}", sid), r.stdout
+    return sid, r
+
+
+def obj(fk, kind, ns, name):
+    o = fk.get(kind, ns, name)
+    assert o is not None, f"{kind} {ns}/{name} missing"
+    return o
+
+
+def start_in_background(env, *extra, env_add=None):
+    e = dict(env.daemon.env)
+    e.pop("UPLINK_DEBUG", None)
+    e.update(env_add or {})
+    return subprocess.Popen([uplink_bin(), "run", "claude", "--detach", "--registry", env.registry, *extra],
+                            cwd=env.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def slow_builds(env, seconds):
+    """docker runs as the daemon's child: the stand-in's delay goes into the daemon's environment."""
+    env.daemon.stop()
+    env.daemon.env["FAKE_DOCKER_SLEEP"] = str(seconds)
+    env.daemon.start()
+    wait_for(lambda: '"state": "ready"' in env.daemon.client("status", "--json").stdout, what="sync")
+
+
+def only_session(env):
+    with Rpc(env.daemon.socket) as c:
+        ss = c.call("session.list", {"all": True})["sessions"]
+    return ss[0] if ss else None
