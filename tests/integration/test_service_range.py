@@ -7,7 +7,7 @@ only reads the cluster), as a user types it."""
 import pytest
 
 from test_dry_run import dry
-from test_session import Env, registry  # noqa: F401
+from uplinktest import Env
 
 SERVICECIDRS = "/apis/networking.k8s.io/v1/servicecidrs"
 KUBERNETES_SVC = "/api/v1/namespaces/default/services/kubernetes"
