@@ -15,6 +15,7 @@
 #include "fileio.h"
 #include "kubeconfig.h"
 #include "rules-private.h"
+#include "rules.h"
 
 struct up_kube_exposed *up_kube_exposed_new(void)
 {
@@ -164,28 +165,11 @@ static bool token_ok(const char *t)
  */
 int up_kube_server_port(const char *server)
 {
-	const char *a = startswith(server, "https://") ? server + 8 : NULL, *end, *colon;
-	char *e;
-	long port;
+	const char *a = startswith(server, "https://") ? server + 8 : NULL;
 
-	if (!a)
+	if (!a || memchr(a, '@', strcspn(a, "/?#")))
 		return -EINVAL;
-	end = a + strcspn(a, "/?#");
-	if (memchr(a, '@', (size_t)(end - a)))
-		return -EINVAL;
-	if (*a == '[') {
-		const char *rb = memchr(a, ']', (size_t)(end - a));
-		colon = rb && rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-	} else {
-		colon = memchr(a, ':', (size_t)(end - a));
-	}
-	if (!colon)
-		return 443;
-	errno = 0;
-	port = strtol(colon + 1, &e, 10);
-	if (e != end || colon + 1 == end || errno || port < 1 || port > 65535)
-		return -EINVAL;
-	return (int)port;
+	return up_url_port(server); /* rules.h: the one parser of a URL's port */
 }
 
 /* A DNS name (letters, digits, '-', '.') or an IP literal: what a kube rule's host may be. */
