@@ -31,13 +31,15 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
+	size_t n;
 
 	assert_non_null(f);
 	(void)snprintf(f->dir, sizeof(f->dir), "/tmp/test-trust-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	/* a folder below it that does not exist yet: the store makes it */
-	assert_true(strlen(f->dir) + 8 < sizeof(f->dir));
-	strcat(f->dir, "/uplink");
+	n = strlen(f->dir);
+	assert_true(snprintf(f->dir + n, sizeof(f->dir) - n, "/uplink") <
+		    (int)(sizeof(f->dir) - n));
 	(void)snprintf(f->path, sizeof(f->path), "%s/" UP_TRUST_FILE, f->dir);
 	*state = f;
 	return 0;
