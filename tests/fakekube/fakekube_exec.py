@@ -46,6 +46,20 @@ def _q1(q, name, default=""):
     return v[-1] if v else default
 
 
+def pod_container(pod, name, asked):
+    """The container a pods/log or pods/exec request means (``asked``: its ``container``
+    parameter, empty for none), or the API server's 400 when that is not clear."""
+    names = [c["name"] for c in pod["spec"].get("containers") or []]
+    if not asked:
+        if len(names) != 1:
+            raise E.bad_request("a container name must be specified for pod %s, choose one "
+                                "of: [%s]" % (name, " ".join(names)))
+        return names[0]
+    if asked not in names:
+        raise E.bad_request("container %s is not valid for pod %s" % (asked, name))
+    return asked
+
+
 def _flag(q, name):
     return _q1(q, name).lower() in ("1", "true", "t", "yes", "y")
 
@@ -56,15 +70,7 @@ def _target(h, ns, name):
     life = fk.store.life
     pod = fk.store.get(BY_KIND["Pod"], ns, name)
     q = h._q
-    names = [c["name"] for c in pod["spec"].get("containers") or []]
-    c = _q1(q, "container")
-    if not c:
-        if len(names) != 1:
-            raise E.bad_request("a container name must be specified for pod %s, choose one "
-                                "of: [%s]" % (name, " ".join(names)))
-        c = names[0]
-    if c not in names:
-        raise E.bad_request("container %s is not valid for pod %s" % (c, name))
+    c = pod_container(pod, name, _q1(q, "container"))
     cmd = q.get("command") or []
     if not cmd:
         raise E.bad_request("you must specify at least 1 command")

@@ -729,15 +729,7 @@ class Handler(BaseHTTPRequestHandler):
         store = fk.store
         pk = K.BY_KIND["Pod"]
         pod = store.get(pk, ns, name)
-        names = [c["name"] for c in pod["spec"].get("containers") or []]
-        c = _q1(self._q, "container")
-        if not c:
-            if len(names) != 1:
-                raise E.bad_request("a container name must be specified for pod %s, choose one "
-                                    "of: [%s]" % (name, " ".join(names)))
-            c = names[0]
-        if c not in names:
-            raise E.bad_request('container %s is not valid for pod %s' % (c, name))
+        c = fakekube_exec.pod_container(pod, name, _q1(self._q, "container"))
         cs = next((s for s in (pod.get("status") or {}).get("containerStatuses") or []
                    if s["name"] == c), None)
         if cs is None or "waiting" in (cs.get("state") or {}):
