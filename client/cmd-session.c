@@ -322,30 +322,22 @@ static json_t *wait_for_exit_code(struct up_cli *cli, const char *id)
 	return NULL;
 }
 
-/* Runs kubectl exec -it as a child; afterwards the agent's exit code, when it has exited. */
-static int attach_with_kubectl(struct up_cli *cli, const char *id)
+/* The command session.attach sent, as an argv borrowing its strings (UPLINK_KUBECTL replaces
+ * kubectl), or NULL after saying why. */
+static char **attach_argv(json_t *info, const char *id)
 {
-	json_t *info = NULL, *argv_json, *v, *after = NULL;
+	json_t *argv_json = json_object_get(info, "argv"), *v;
 	const char *kubectl = getenv("UPLINK_KUBECTL");
-	char **argv;
-	size_t i, n;
-	pid_t pid;
-	int r, status = 0;
+	size_t i, n = json_array_size(argv_json);
+	char **argv = n > 0 ? calloc(n + 1, sizeof(char *)) : NULL;
 
-	r = up_cli_call(cli, "session.attach", json_pack("{s:s}", "id", id), &info);
-	if (r != 0)
-		return r;
-	argv_json = json_object_get(info, "argv");
-	n = json_array_size(argv_json);
-	argv = n > 0 ? calloc(n + 1, sizeof(char *)) : NULL;
 	if (!argv) {
 		fprintf(stderr, "uplink: %s; the session keeps running: uplink attach %s\n",
 			n > 0 ? "out of memory"
 			      : "uplinkd sent no command to attach with (update uplink and uplinkd "
 				"together)",
 			id);
-		json_decref(info);
-		return UP_EXIT_FAILED;
+		return NULL;
 	}
 	json_array_foreach (argv_json, i, v)
 		argv[i] = (char *)json_string_value(v);
@@ -358,6 +350,47 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 			"uplink attach %s\n",
 			id);
 		free(argv);
+		return NULL;
+	}
+	return argv;
+}
+
+/* After kubectl returned with STATUS: the agent's exit code when it has exited, else 0 with
+ * "detached" said. */
+static int attach_outcome(struct up_cli *cli, const char *id, int status)
+{
+	json_t *after = NULL, *code;
+	int r;
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 127)
+		return UP_EXIT_FAILED;
+	/* kubectl returns when tmux detaches or the agent ends; the entrypoint said which. */
+	if (WEXITSTATUS(status) == ATTACH_AGENT_ENDED)
+		after = wait_for_exit_code(cli, id);
+	if (!after && up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &after) != 0)
+		return UP_EXIT_OK;
+	code = json_object_get(after, "exit_code");
+	r = json_is_integer(code) ? (int)json_integer_value(code) : UP_EXIT_OK;
+	if (!json_is_integer(code))
+		fprintf(stderr, "uplink: detached; session %s keeps running (uplink attach %s)\n",
+			id, id);
+	json_decref(after);
+	return r;
+}
+
+/* Runs kubectl exec -it as a child; afterwards the agent's exit code, when it has exited. */
+static int attach_with_kubectl(struct up_cli *cli, const char *id)
+{
+	json_t *info = NULL;
+	char **argv;
+	pid_t pid;
+	int r, status = 0;
+
+	r = up_cli_call(cli, "session.attach", json_pack("{s:s}", "id", id), &info);
+	if (r != 0)
+		return r;
+	argv = attach_argv(info, id);
+	if (!argv) {
 		json_decref(info);
 		return UP_EXIT_FAILED;
 	}
@@ -381,22 +414,7 @@ static int attach_with_kubectl(struct up_cli *cli, const char *id)
 	(void)signal(SIGINT, SIG_DFL);
 	free(argv);
 	json_decref(info);
-	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) == 127)
-		return UP_EXIT_FAILED;
-	/* kubectl returns when tmux detaches or the agent ends; the entrypoint said which. */
-	if (WEXITSTATUS(status) == ATTACH_AGENT_ENDED)
-		after = wait_for_exit_code(cli, id);
-	if (after || up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &after) == 0) {
-		json_t *code = json_object_get(after, "exit_code");
-		r = json_is_integer(code) ? (int)json_integer_value(code) : UP_EXIT_OK;
-		if (!json_is_integer(code))
-			fprintf(stderr,
-				"uplink: detached; session %s keeps running (uplink attach %s)\n",
-				id, id);
-		json_decref(after);
-		return r;
-	}
-	return UP_EXIT_OK;
+	return pid < 0 ? UP_EXIT_FAILED : attach_outcome(cli, id, status);
 }
 
 /* Polls session.get until the session is GONE: its namespace is deleted. */
