@@ -182,6 +182,9 @@ int up_agent_describe_all(char *buf, size_t len);
  * and the default rules file.
  */
 int up_agent_data_dir(const char *data_dir, char *buf, size_t len) _wur_;
+/* The folder beside the agents' own that every agent image takes files from (the one
+ * entrypoint, the git configuration): <agents>/common. */
+#define UP_AGENT_COMMON_DIR "common"
 int up_agent_context_path(const struct up_agent_impl *a, const char *data_dir, char *buf,
 			  size_t len) _wur_;
 int up_agent_rules_path(const struct up_agent_impl *a, const char *data_dir, char *buf,

@@ -36,6 +36,8 @@ struct walk {
 	size_t err_len;
 	char *ignore; /* .dockerignore's text, patterns NUL-separated */
 	size_t n_ignore;
+	const char *dockerfile;	 /* relative to the root */
+	const char *const *only; /* top-level entries walked; NULL: all */
 };
 
 static int fail(struct walk *w, int r, const char *fmt, ...) _printf_(3, 4);
@@ -171,7 +173,7 @@ static bool ignored(const struct walk *w, const char *path)
 	const char *p = w->ignore;
 	bool out = false;
 
-	if (streq(path, "Dockerfile") || streq(path, ".dockerignore"))
+	if (streq(path, w->dockerfile) || streq(path, ".dockerignore"))
 		return false;
 	for (size_t i = 0; i < w->n_ignore; i++, p += strlen(p) + 1) {
 		bool negate = p[0] == '!';
@@ -206,6 +208,17 @@ static bool exception_under(const struct walk *w, const char *path)
 
 static int walk_dir(struct walk *w, int dfd, const char *prefix, unsigned depth);
 
+/* Whether a top-level entry is outside the scope. */
+static bool out_of_scope(const struct walk *w, const char *name, unsigned depth)
+{
+	if (depth > 0 || !w->only || streq(name, ".dockerignore"))
+		return false;
+	for (const char *const *o = w->only; *o; o++)
+		if (streq(*o, name))
+			return false;
+	return true;
+}
+
 static int walk_one(struct walk *w, int dfd, const char *name, const char *path, unsigned depth)
 {
 	struct entry e = {.path = (char *)path};
@@ -214,7 +227,7 @@ static int walk_one(struct walk *w, int dfd, const char *name, const char *path,
 	ssize_t n;
 	int fd, r;
 
-	if (ignored(w, path) && !exception_under(w, path))
+	if (out_of_scope(w, name, depth) || (ignored(w, path) && !exception_under(w, path)))
 		return 0;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(w, negative_errno(), "cannot stat '%s': %s", path, strerror(errno));
@@ -368,14 +381,17 @@ static int hash_entries(struct walk *w, EVP_MD_CTX *md, int root, const char *co
 	return r;
 }
 
-int up_image_context_hash(const char *dir, const char *const *build_args,
-			  const struct up_image_limits *lim, char hex[65], char *err,
-			  size_t err_len)
+int up_image_context_hash(const char *dir, const struct up_image_scope *scope,
+			  const char *const *build_args, const struct up_image_limits *lim,
+			  char hex[65], char *err, size_t err_len)
 {
 	struct walk w = {.err = err,
 			 .err_len = err_len,
 			 .max_files = UP_IMAGE_CONTEXT_MAX_FILES,
-			 .max_bytes = UP_IMAGE_CONTEXT_MAX_BYTES};
+			 .max_bytes = UP_IMAGE_CONTEXT_MAX_BYTES,
+			 .dockerfile =
+				 scope && scope->dockerfile ? scope->dockerfile : "Dockerfile",
+			 .only = scope ? scope->only : NULL};
 	unsigned char digest[EVP_MAX_MD_SIZE];
 	unsigned len = 0;
 	EVP_MD_CTX *md = NULL;
@@ -396,8 +412,8 @@ int up_image_context_hash(const char *dir, const char *const *build_args,
 		r = fd < 0 ? negative_errno() : walk_dir(&w, fd, "", 0);
 	if (r < 0)
 		goto out;
-	if (fstatat(root, "Dockerfile", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
-		r = fail(&w, -ENOENT, "it has no Dockerfile");
+	if (fstatat(root, w.dockerfile, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		r = fail(&w, -ENOENT, "it has no %s", w.dockerfile);
 		goto out;
 	}
 	if (w.n > 1) /* qsort() wants a non-NULL array even for none */

@@ -43,6 +43,8 @@ struct hash_work {
 	uv_work_t req;
 	struct up_image_job *job; /* NULL once the job is cancelled: the work then frees itself */
 	char *dir;
+	char *dockerfile; /* NULL: "Dockerfile" */
+	char **only;	  /* NULL: the whole context */
 	char **args;
 	char hex[65];
 	char err[512];
@@ -59,7 +61,7 @@ struct up_image_job {
 	struct up_http *http;
 	enum job_state state;
 	/* The request, copied. */
-	char *context_dir, *repository, *registry_url, *log_path, *docker;
+	char *context_dir, *dockerfile, *repository, *registry_url, *log_path, *docker;
 	char **env, **build_args;
 	bool force;
 	enum up_image_builder builder;
@@ -113,6 +115,7 @@ static char **strv_copy(const char *const *v)
 static void job_free(struct up_image_job *j)
 {
 	free(j->context_dir);
+	free(j->dockerfile);
 	free(j->repository);
 	free(j->registry_url);
 	free(j->log_path);
@@ -376,7 +379,7 @@ static void start_build(struct up_image_job *j)
 
 	while (j->build_args[n])
 		n++;
-	argv = calloc(2 * n + 12, sizeof(char *));
+	argv = calloc(2 * n + 14, sizeof(char *));
 	if (!argv) {
 		finish(j, UP_ERR_INTERNAL_ERROR, -ENOMEM, "out of memory");
 		return;
@@ -396,6 +399,10 @@ static void start_build(struct up_image_job *j)
 	for (size_t i = 0; i < n; i++) {
 		argv[o++] = "--build-arg";
 		argv[o++] = j->build_args[i];
+	}
+	if (j->dockerfile) {
+		argv[o++] = "-f";
+		argv[o++] = j->dockerfile;
 	}
 	argv[o++] = "-t";
 	argv[o++] = j->ref;
@@ -516,13 +523,18 @@ static void hash_work(uv_work_t *req)
 {
 	struct hash_work *w = req->data;
 
-	w->r = up_image_context_hash(w->dir, (const char *const *)w->args, NULL, w->hex, w->err,
-				     sizeof(w->err));
+	struct up_image_scope scope = {.dockerfile = w->dockerfile,
+				       .only = (const char *const *)w->only};
+
+	w->r = up_image_context_hash(w->dir, &scope, (const char *const *)w->args, NULL, w->hex,
+				     w->err, sizeof(w->err));
 }
 
 static void hash_work_free(struct hash_work *w)
 {
 	free(w->dir);
+	free(w->dockerfile);
+	strv_free(w->only);
 	strv_free(w->args);
 	free(w);
 }
@@ -562,6 +574,9 @@ static void hash_done(uv_work_t *req, int status)
 static int copy_request(struct up_image_job *j, const struct up_image_request *q)
 {
 	j->context_dir = strdup(q->context_dir);
+	/* docker build -f takes a path of its own, not one relative to the context */
+	if (q->dockerfile && asprintf(&j->dockerfile, "%s/%s", q->context_dir, q->dockerfile) < 0)
+		return -ENOMEM;
 	j->repository = strdup(q->repository);
 	j->registry_url = q->registry_url ? strdup(q->registry_url) : NULL;
 	j->log_path = strdup(q->log_path ? q->log_path : "");
@@ -606,8 +621,11 @@ int up_image_ensure(uv_loop_t *loop, struct up_http *http, const struct up_image
 	w->job = j;
 	w->req.data = w;
 	w->dir = strdup(req->context_dir);
+	w->dockerfile = req->dockerfile ? strdup(req->dockerfile) : NULL;
+	w->only = req->hash_only ? strv_copy(req->hash_only) : NULL;
 	w->args = strv_copy(req->build_args);
-	if (k >= 0 && (!w->dir || !w->args))
+	if (k >= 0 && (!w->dir || !w->args || (req->dockerfile && !w->dockerfile) ||
+		       (req->hash_only && !w->only)))
 		k = -ENOMEM;
 	if (k >= 0)
 		k = uv_queue_work(loop, &w->req, hash_work, hash_done);

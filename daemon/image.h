@@ -33,7 +33,12 @@ enum up_image_builder {
 
 /* All strings are copied by up_image_ensure(). */
 struct up_image_request {
-	const char *context_dir;  /* absolute, e.g. ".../agents/claude": holds the Dockerfile */
+	const char *context_dir; /* absolute, e.g. ".../agents": what docker build is given */
+	/* The Dockerfile, relative to context_dir ("claude/Dockerfile"); NULL: "Dockerfile". */
+	const char *dockerfile;
+	/* The top-level entries of the context the tag covers ("common", "claude"); the
+	 * Dockerfile may COPY only from them. NULL-terminated; NULL: the whole context. */
+	const char *const *hash_only;
 	const char *repository;	  /* e.g. "localhost:5000/uplink/claude" */
 	const char *registry_url; /* for the HEAD, e.g. "http://127.0.0.1:5000" */
 	bool force_rebuild;	  /* skip the registry check; build with --no-cache */
@@ -100,15 +105,23 @@ struct up_image_limits {
 	size_t max_bytes;
 };
 
+/* Which part of a context a tag covers; NULL fields as in struct up_image_request. */
+struct up_image_scope {
+	const char *dockerfile;
+	const char *const *only;
+};
+
 /*
  * Blocking: hashes `dir` (every regular file's relative path, executable bit and bytes,
  * symlinks by their target, folders by name, sorted by path) and the build args with
- * SHA-256, into 64 hex digits plus NUL. Refuses special files, symlinks that leave the
- * folder and contexts past the limits (-EINVAL, -ELOOP, -EFBIG) with `err` saying which.
+ * SHA-256, into 64 hex digits plus NUL. With a scope, only its top-level entries (and the
+ * root's .dockerignore) count, and its Dockerfile must exist. Refuses special files,
+ * symlinks that leave the folder and contexts past the limits (-EINVAL, -ELOOP, -EFBIG)
+ * with `err` saying which.
  */
-int up_image_context_hash(const char *dir, const char *const *build_args,
-			  const struct up_image_limits *lim, char hex[65], char *err,
-			  size_t err_len) _wur_;
+int up_image_context_hash(const char *dir, const struct up_image_scope *scope,
+			  const char *const *build_args, const struct up_image_limits *lim,
+			  char hex[65], char *err, size_t err_len) _wur_;
 
 /* The tag for a hash: "ctx-" and its first 16 hex digits. */
 void up_image_tag(const char *hex, char tag[21]);

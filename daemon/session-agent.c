@@ -79,11 +79,14 @@ const struct up_agent_contrib *session_agent_contrib(const struct up_session *s)
 	return s->agent && s->agent->p ? &s->agent->p->contrib : NULL;
 }
 
-int session_agent_context(const struct up_session *s, char *buf, size_t len)
+int session_agent_context(const struct up_session *s, char *buf, size_t len, const char **name)
 {
 	const struct up_agent_impl *impl = s->agent ? s->agent->impl : up_agent_find(s->o.agent);
 
-	return impl ? up_agent_context_path(impl, up_knobs()->data_dir, buf, len) : -ENOENT;
+	if (!impl)
+		return -ENOENT;
+	*name = impl->context_dir;
+	return up_agent_data_dir(up_knobs()->data_dir, buf, len);
 }
 
 const char *const *session_agent_attach_argv(const struct up_session *s)

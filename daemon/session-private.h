@@ -253,7 +253,9 @@ int session_registry_ensure(struct up_session *s, char *err, size_t len) _wur_;
 int session_agent_prepare(struct up_session *s, char *err, size_t len);
 int session_agent_rules(struct up_session *s, json_t *problems);
 const struct up_agent_contrib *session_agent_contrib(const struct up_session *s);
-int session_agent_context(const struct up_session *s, char *buf, size_t len);
+/* The build context of every agent image (the agents' data folder) and the agent's own
+ * folder in it; its image hashes that folder and UP_AGENT_COMMON_DIR. */
+int session_agent_context(const struct up_session *s, char *buf, size_t len, const char **name);
 const char *const *session_agent_attach_argv(const struct up_session *s);
 void session_agent_free(struct up_session *s);
 /* Appends the agent's warnings (sentences for the user) to `warnings`. */

@@ -428,12 +428,15 @@ void session_registry_ready(struct up_session *s)
 
 void session_start_image(struct up_session *s, bool ask)
 {
-	char ctx[4200], repo[512], url[512], log_path[4200], dir[4096];
+	char ctx[4200], repo[512], url[512], log_path[4200], dir[4096], dockerfile[300];
 	const char *host = s->o.registry ? s->o.registry : "localhost:5000";
 	bool local = startswith(host, "localhost:") || startswith(host, "127.0.0.1:");
+	const char *name = NULL;
 	int r;
 
-	if (session_agent_context(s, ctx, sizeof(ctx)) < 0) {
+	if (session_agent_context(s, ctx, sizeof(ctx), &name) < 0 ||
+	    snprintf(dockerfile, sizeof(dockerfile), "%s/Dockerfile", name) >=
+		    (int)sizeof(dockerfile)) {
 		session_fail(s, UP_ERR_INTERNAL_ERROR,
 			     "the agent's build context path is too long");
 		return;
@@ -446,8 +449,11 @@ void session_start_image(struct up_session *s, bool ask)
 		session_fail(s, UP_ERR_INTERNAL_ERROR, "the state folder path is too long");
 		return;
 	}
+	const char *const only[] = {UP_AGENT_COMMON_DIR, name, NULL};
 	struct up_image_request req = {
 		.context_dir = ctx,
+		.dockerfile = dockerfile,
+		.hash_only = only,
 		.repository = repo,
 		.registry_url = ask ? url : NULL,
 		.force_rebuild = s->o.force_rebuild,

@@ -338,7 +338,8 @@ static int contribution(struct ctx *c, const char *fake, size_t fake_len)
 	if ((r = empty_dir(c, "docker-lib", "/var/lib/docker", "2Gi")) < 0 ||
 	    (r = empty_dir(c, "run", "/run", "64Mi")) < 0)
 		return r;
-	if ((r = up_agent_add_env(c->p, "DISABLE_AUTOUPDATER", "1")) < 0)
+	if ((r = up_agent_add_env(c->p, "DISABLE_AUTOUPDATER", "1")) < 0 ||
+	    (r = up_agent_add_env(c->p, "UPLINK_AGENT_DIRS", ".claude")) < 0)
 		return r;
 	return command(c);
 }

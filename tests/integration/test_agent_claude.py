@@ -21,6 +21,8 @@ from uplinktest import ROOT, Daemon, TokenServer, build_dir, wait_for
 
 FIXTURES = ROOT / "tests" / "data" / "agents" / "claude"
 CONTEXT = ROOT / "agents" / "claude"
+AGENTS = ROOT / "agents"  # every agent image's build context
+COMMON = AGENTS / "common"  # the one entrypoint, the git configuration
 SENTINEL = "uplink-sentinel"
 NOW = 1700000000
 
@@ -293,7 +295,7 @@ def entry(tmp_path):
            "STUB_OUT": str(out), "UPLINK_ROOT": str(root), "UPLINK_UID": "4243",
            "UPLINK_GID": "4242", "USERNAME": "alice", "UPLINK_HOME": str(homedir),
            "WORKDIR": str(work), "UPLINK_CA_CERT": str(ca), "UPLINK_DOCKERD_WAIT": "5",
-           "LANG": "C"}
+           "UPLINK_AGENT_DIRS": ".claude", "LANG": "C"}
 
     class Entry:
         pass
@@ -303,7 +305,7 @@ def entry(tmp_path):
     def run(*args, extra_env=None, timeout=60):
         env2 = dict(env)
         env2.update(extra_env or {})
-        return subprocess.run([str(CONTEXT / "entrypoint.sh"), *args], env=env2,
+        return subprocess.run([str(COMMON / "entrypoint.sh"), *args], env=env2,
                               capture_output=True, text=True, timeout=timeout)
     e.run = run
     # one record per call, ended by RS: arguments may hold line breaks
@@ -338,21 +340,22 @@ def test_entrypoint_runs_the_agent(entry, home):
     names = [line.split(" ", 1)[0] for line in log]
     # the CA is trusted before anything else, the user exists before dockerd and tmux
     order = ["update-ca-certificates", "getent", "getent", "groupadd", "getent", "getent",
-             "useradd", "getent", "usermod", "chown", "dockerd", "chgrp", "chown", "runuser",
-             "tmux", "runuser", "tmux"]
+             "useradd", "getent", "usermod", "chown", "chown", "dockerd", "chgrp", "chown",
+             "runuser", "tmux", "runuser", "tmux"]
     assert names == order, log
     assert log[1:3] == ["getent [group] [4242]", "getent [group] [alice]"]
     assert log[3] == "groupadd [-g] [4242] [alice]"
     assert log[6] == (f"useradd [-M] [-N] [-u] [4243] [-g] [4242] [-d] [{entry.home}] [-s] "
                       "[/bin/bash] [alice]")
     assert log[8] == "usermod [-aG] [docker] [alice]"
-    assert log[9] == f"chown [4243:4242] [{entry.home}] [{entry.home}/.claude]"
-    assert log[10].startswith(f"dockerd [--host=unix://{entry.root}/var/run/docker.sock] ")
+    assert log[9] == f"chown [4243:4242] [{entry.home}]"
+    assert log[10] == f"chown [4243:4242] [{entry.home}/.claude]"
+    assert log[11].startswith(f"dockerd [--host=unix://{entry.root}/var/run/docker.sock] ")
     sock = entry.root / "run" / "uplink" / "tmux.sock"
-    assert log[13] == "runuser [-u] [alice] [--] [tmux] [-S] [%s] [new-session] [-d] [-s] [uplink] " \
+    assert log[14] == "runuser [-u] [alice] [--] [tmux] [-S] [%s] [new-session] [-d] [-s] [uplink] " \
         "[-x] [200] [-y] [50] [-c] [%s] [%s] [--run] [bash] [-lc] [%s]" % (
-            sock, entry.work, CONTEXT / "entrypoint.sh", command[2])
-    assert log[16] == f"tmux [-S] [{sock}] [has-session] [-t] [uplink]"
+            sock, entry.work, COMMON / "entrypoint.sh", command[2])
+    assert log[17] == f"tmux [-S] [{sock}] [has-session] [-t] [uplink]"
     # the session CA went into the system store
     assert (entry.root / "usr/local/share/ca-certificates/uplink-session-ca.crt").read_text() == \
         entry.ca.read_text()
@@ -420,7 +423,7 @@ def test_entrypoint_attach_waits_for_the_session(entry):
     """kubectl exec comes as soon as the container runs, before PID 1 made the tmux session:
     --attach waits for it rather than failing on a missing socket."""
     flag = session_tmux(entry)
-    p = subprocess.Popen([str(CONTEXT / "entrypoint.sh"), "--attach"], env=entry.env,
+    p = subprocess.Popen([str(COMMON / "entrypoint.sh"), "--attach"], env=entry.env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "waiting for the agent to start" in p.stderr.readline()
     assert not any("attach-session" in c for c in entry.log())
@@ -457,7 +460,7 @@ exit 0
     stub = Path(entry.env["PATH"].split(":")[0]) / "tmux"
     stub.write_text(tmux)
     env = dict(entry.env)
-    p = subprocess.Popen([str(CONTEXT / "entrypoint.sh"), "claude"], env=env,
+    p = subprocess.Popen([str(COMMON / "entrypoint.sh"), "claude"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the script is in its wait loop (its trap set) once it asks tmux whether the session lives
     wait_for(lambda: any("has-session" in l for l in entry.log()), what="the entrypoint's wait loop")
@@ -497,34 +500,35 @@ def test_dockerfile_static():
     npm = next(i for i, (k, a) in enumerate(ins) if k == "RUN" and "claude-code" in a)
     assert bust < npm
     copies = [a.split() for k, a in ins if k in ("COPY", "ADD")]
-    assert ["entrypoint.sh", "/usr/local/bin/uplink-entrypoint"] in copies
-    assert ["gitconfig", "/etc/gitconfig"] in copies
-    for src, _ in copies:  # everything copied is in the build context; no CA, no key
-        assert (CONTEXT / src).is_file(), src
+    assert ["common/entrypoint.sh", "/usr/local/bin/uplink-entrypoint"] in copies
+    assert ["common/gitconfig", "/etc/gitconfig"] in copies
+    for src, _ in copies:  # only from common/ and its own folder; no CA, no key
+        assert src.split("/")[0] in ("common", "claude"), src
+        assert (AGENTS / src).is_file(), src
         assert not src.endswith((".crt", ".pem", ".key"))
     assert not any(k == "ADD" for k in kinds)
     assert ("ENTRYPOINT", '["/usr/local/bin/uplink-entrypoint"]') in ins
     assert not any(k == "USER" for k in kinds)  # PID 1 is root; the agent runs as the user
     env = " ".join(a for k, a in ins if k == "ENV")
     assert "DISABLE_AUTOUPDATER=1" in env
-    assert os.access(CONTEXT / "entrypoint.sh", os.X_OK)
+    assert os.access(COMMON / "entrypoint.sh", os.X_OK)
 
 
 def test_entrypoint_is_posix_sh():
-    assert (CONTEXT / "entrypoint.sh").read_text().startswith("#!/bin/sh\n")
-    subprocess.run(["sh", "-n", str(CONTEXT / "entrypoint.sh")], check=True)
+    assert (COMMON / "entrypoint.sh").read_text().startswith("#!/bin/sh\n")
+    subprocess.run(["sh", "-n", str(COMMON / "entrypoint.sh")], check=True)
     if shutil.which("dash"):
-        subprocess.run(["dash", "-n", str(CONTEXT / "entrypoint.sh")], check=True)
+        subprocess.run(["dash", "-n", str(COMMON / "entrypoint.sh")], check=True)
     if shutil.which("shellcheck"):
         r = subprocess.run(["shellcheck", "-s", "sh", "-S", "warning",
-                            str(CONTEXT / "entrypoint.sh")], capture_output=True, text=True)
+                            str(COMMON / "entrypoint.sh")], capture_output=True, text=True)
         assert r.returncode == 0, r.stdout
 
 
 def test_default_rules_and_gitconfig():
     rules = (CONTEXT / "default-rules.yaml").read_text()
     assert "name: claude-logs" in rules
-    git = (CONTEXT / "gitconfig").read_text()
+    git = (COMMON / "gitconfig").read_text()
     for host in ("github.com", "gitlab.com", "bitbucket.org"):
         assert f'[url "https://{host}/"]\n\tinsteadOf = git@{host}:\n\tinsteadOf = ssh://git@{host}/\n' in git
     assert "path = /etc/gitconfig.d/agent-uplink.inc" in git

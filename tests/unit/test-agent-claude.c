@@ -429,8 +429,11 @@ static void test_anthropic_contribution(void **state)
 	assert_string_equal(volume(p, "run")->mount_path, "/run");
 	assert_int_equal(p->contrib.n_volumes, 12);
 
-	assert_int_equal(p->contrib.n_env, 1);
+	assert_int_equal(p->contrib.n_env, 2);
 	assert_string_equal(p->contrib.env[0].name, "DISABLE_AUTOUPDATER");
+	/* the entrypoint makes ~/.claude the user's, so the mounts under it can be written */
+	assert_string_equal(p->contrib.env[1].name, "UPLINK_AGENT_DIRS");
+	assert_string_equal(p->contrib.env[1].value, ".claude");
 	assert_string_equal(p->contrib.entrypoint[0], "/usr/local/bin/uplink-entrypoint");
 	assert_null(p->contrib.entrypoint[1]);
 	assert_string_equal(p->contrib.command[0], "bash");

@@ -68,7 +68,7 @@ static int teardown(void **state)
 static int hash_of(const char *dir, const char *const *args, const struct up_image_limits *lim,
 		   char hex[65], char *err, size_t err_len)
 {
-	return up_image_context_hash(dir, args, lim, hex, err, err_len);
+	return up_image_context_hash(dir, NULL, args, lim, hex, err, err_len);
 }
 
 static void ctx_hash(char hex[65])

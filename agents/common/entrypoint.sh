@@ -10,8 +10,10 @@
 #                                   seconds at most, 60); exits 86 if the agent ended
 #   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1
 #
-# Environment, set by uplinkd in the pod spec: UPLINK_UID, UPLINK_GID, USERNAME,
-# UPLINK_HOME, WORKDIR, UPLINK_CA_CERT (the session CA's certificate). For tests:
+# One script for every agent image (agents/common/). Environment, set by uplinkd in the pod
+# spec: UPLINK_UID, UPLINK_GID, USERNAME, UPLINK_HOME, WORKDIR, UPLINK_CA_CERT (the session
+# CA's certificate), UPLINK_AGENT_DIRS (the agent's folders under the home, space
+# separated, e.g. ".claude": made the user's so that files can be mounted in them). For tests:
 # UPLINK_ROOT prefixes every path this script writes outside the home, and
 # UPLINK_DOCKERD_WAIT is how many seconds it waits for dockerd's socket (30).
 set -u
@@ -103,11 +105,28 @@ setup_user() {
 	fi
 }
 
-# The home exists only as the parent of the mounts; make it (not them) the user's.
+# The home and the agent's folders exist only as the parents of the mounts; make them (not
+# the mounts) the user's.
 setup_home() {
-	mkdir -p "$UPLINK_HOME/.claude" || die "cannot create $UPLINK_HOME/.claude"
-	chown "$UPLINK_UID:$UPLINK_GID" "$UPLINK_HOME" "$UPLINK_HOME/.claude" 2>/dev/null ||
+	mkdir -p "$UPLINK_HOME" || die "cannot create $UPLINK_HOME"
+	chown "$UPLINK_UID:$UPLINK_GID" "$UPLINK_HOME" 2>/dev/null ||
 		log "cannot give $UPLINK_HOME to uid $UPLINK_UID"
+	for d in ${UPLINK_AGENT_DIRS:-}; do
+		case $d in
+		/* | *..* | -*) die "UPLINK_AGENT_DIRS: '$d' is not a folder under the home" ;;
+		esac
+		mkdir -p "$UPLINK_HOME/$d" || die "cannot create $UPLINK_HOME/$d"
+		# each folder on the way (.config of .config/opencode) is the user's too
+		sub=$d
+		while [ -n "$sub" ] && [ "$sub" != . ]; do
+			chown "$UPLINK_UID:$UPLINK_GID" "$UPLINK_HOME/$sub" 2>/dev/null ||
+				log "cannot give $UPLINK_HOME/$sub to uid $UPLINK_UID"
+			case $sub in
+			*/*) sub=${sub%/*} ;;
+			*) sub= ;;
+			esac
+		done
+	done
 	# --ssh-key-dir mounts files into ~/.ssh one by one; the folder is the user's, for known_hosts.
 	if [ -d "$UPLINK_HOME/.ssh" ]; then
 		chown "$UPLINK_UID:$UPLINK_GID" "$UPLINK_HOME/.ssh" 2>/dev/null &&
