@@ -97,7 +97,7 @@ static const struct up_option completion_options[] = {
 const struct up_command up_commands[] = {
 	{"run", up_cmd_run,
 	 "Start an agent in a microVM pod behind the allow-listing proxy, and attach.",
-	 "AGENT [--anthropic|--bedrock] [OPTIONS] [-- AGENT-ARGS...]", "",
+	 "AGENT [--MODE] [OPTIONS] [-- AGENT-ARGS...]", "",
 	 "\n"
 	 "Durations: 90s, 30m, 2h, 1d. Ctrl-C before the session runs cancels it (exit 130).\n"
 	 "--dry-run: <mitm-cluster-ip> and <ssh-agent-cluster-ip> mark the Services' IPs.\n"

@@ -57,10 +57,22 @@ enum {
 	   NULL, \
 	   NULL, NULL) \
 	XX("anthropic", 0, anthropic, MODE, FLAG_CONFIG, NULL, \
-	   "how the agent authenticates (default: anthropic)", \
-	   "--anthropic, --bedrock", NULL) \
+	   "claude, opencode: the Anthropic login (their default)", \
+	   NULL, NULL) \
 	XX("bedrock", 0, bedrock, MODE, FLAG_CONFIG, NULL, \
-	   NULL, \
+	   "claude: Amazon Bedrock, a key from keyring bedrock/key", \
+	   NULL, NULL) \
+	XX("chatgpt", 0, chatgpt, MODE, FLAG_CONFIG, NULL, \
+	   "codex: the ChatGPT login in ~/.codex (its default)", \
+	   NULL, NULL) \
+	XX("api-key", 0, api_key, MODE, FLAG_CONFIG, NULL, \
+	   "codex, gemini: a key from keyring openai/key, gemini/key", \
+	   NULL, NULL) \
+	XX("google", 0, google, MODE, FLAG_CONFIG, NULL, \
+	   "gemini: the Google login in ~/.gemini (its default)", \
+	   NULL, NULL) \
+	XX("openai", 0, openai, MODE, FLAG_CONFIG, NULL, \
+	   "opencode: its OpenAI login", \
 	   NULL, NULL) \
 	XX("rules", 0, rules, RULES, ALL, "FILE", \
 	   "add a rules file (repeatable; user layer)", \

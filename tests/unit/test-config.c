@@ -18,7 +18,7 @@
 #include "trust.h"
 
 #define KNOWN                                                                                    \
-	"known keys: mode, auth_mode, anthropic, bedrock, rules, no_default_rules, allow_exec, " \
+	"known keys: mode, auth_mode, anthropic, bedrock, chatgpt, api_key, google, openai, rules, no_default_rules, allow_exec, " \
 	"deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, "             \
 	"registry_image, "                                                                       \
 	"image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, "      \
