@@ -147,6 +147,17 @@ struct up_agent_mode {
 	const char *flag;    /* the `uplink run` flag choosing it: "--anthropic" */
 };
 
+/* One line of `uplink doctor` about an agent's host login. */
+struct up_agent_check {
+	char name[64];	    /* "claude login" */
+	const char *status; /* "ok", "warn" (a missing login: the user may not use this agent),
+			       "skip" */
+	char detail[512];   /* never a secret */
+	char fix[512];	    /* the command to run; "" when none is needed */
+};
+
+#define UP_AGENT_MAX_CHECKS 8
+
 struct up_agent_impl {
 	const char *name;	 /* "claude" */
 	const char *context_dir; /* build context: agents/<context_dir>/ under the data dir */
@@ -163,6 +174,13 @@ struct up_agent_impl {
 	 */
 	int (*prepare)(const struct up_agent_impl *impl, const struct up_agent_input *in,
 		       struct up_agent_prepared **ret, char *err, size_t err_len);
+	/*
+	 * `uplink doctor`'s checks of the host login: BLOCKING (a worker thread), reads only
+	 * (never refreshes, never writes), never a secret in the text. in->home and in->now
+	 * are set; in->mode is NULL. Returns how many checks it wrote (at most `max`).
+	 */
+	size_t (*doctor)(const struct up_agent_impl *impl, const struct up_agent_input *in,
+			 struct up_agent_check *out, size_t max);
 };
 
 /* Every agent, NULL-terminated. */
@@ -197,6 +215,9 @@ int up_agent_rules_path(const struct up_agent_impl *a, const char *data_dir, cha
 int up_agent_prepare(const struct up_agent_impl *a, const struct up_agent_input *in,
 		     struct up_agent_prepared **ret, char *err, size_t err_len) _wur_;
 struct up_agent_prepared *up_agent_prepared_free(struct up_agent_prepared *p);
+/* Fills one doctor check; the text is cut to fit. */
+void up_agent_check_set(struct up_agent_check *c, const char *name, const char *status,
+			const char *fix, const char *fmt, ...) _printf_(5, 6);
 void up_agent_prepared_freep(struct up_agent_prepared **p);
 
 /*
@@ -227,6 +248,10 @@ int up_agent_warn(struct up_agent_prepared *p, const char *fmt, ...) _printf_(2,
 int up_agent_add_aws_profile(struct up_agent_prepared *p, const char *name) _wur_;
 
 /* ---- rules (daemon/rules-builtin.c) */
+
+/* The daemon's own user (uid, gid, name, home: $HOME, which tests point at a fixture, else
+ * the passwd entry), for rules.check, rules.render and doctor; the strings live in buf. */
+int up_agent_input_self(struct up_agent_input *in, char *buf, size_t len) _wur_;
 
 struct up_ruleset;
 /*

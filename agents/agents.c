@@ -382,3 +382,16 @@ int up_shell_quote_argv(const char *const *argv, char **ret)
 	*ret = s;
 	return 0;
 }
+
+void up_agent_check_set(struct up_agent_check *c, const char *name, const char *status,
+			const char *fix, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)snprintf(c->name, sizeof(c->name), "%s", name);
+	c->status = status;
+	(void)snprintf(c->fix, sizeof(c->fix), "%s", fix ? fix : "");
+	va_start(ap, fmt);
+	(void)vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+	va_end(ap);
+}

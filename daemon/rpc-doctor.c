@@ -22,6 +22,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "doctor-agents.h"
 #include "k3s-registries.h"
 #include "knobs.h"
 #include "kube.h"
@@ -67,6 +68,8 @@ struct local {
 	char server[512]; /* the deploy cluster's API server, "" if unknown */
 	struct local_check kubectl, docker, docker_daemon, optional, registries, secrets,
 		notifications;
+	struct up_agent_check agents[UP_DOCTOR_MAX_AGENT_CHECKS];
+	size_t n_agents;
 };
 
 static void set(struct local_check *c, const char *status, const char *fix, const char *fmt, ...)
@@ -411,6 +414,7 @@ static void local_run(struct local *l)
 	check_optional_tools(l);
 	check_registries(l);
 	check_user_bus(l);
+	l->n_agents = up_doctor_agents(l->agents, UP_DOCTOR_MAX_AGENT_CHECKS);
 }
 
 struct doctor {
@@ -542,6 +546,9 @@ static void on_local_done(uv_work_t *w, int status)
 	add_local(d, &l->registries);
 	add_local(d, &l->secrets);
 	add_local(d, &l->notifications);
+	for (size_t i = 0; i < l->n_agents; i++)
+		add(d, l->agents[i].name, l->agents[i].status,
+		    l->agents[i].fix[0] ? l->agents[i].fix : NULL, "%s", l->agents[i].detail);
 	check_version(d);
 	finish(d);
 }

@@ -41,8 +41,7 @@ int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_
 	return up_ruleset_load_file(rs, UP_LAYER_AGENT, path, label, problems);
 }
 
-/* The daemon's own user: $HOME (tests point it at a fixture), else the passwd entry. */
-static int current_user(struct up_agent_input *in, char *buf, size_t len)
+int up_agent_input_self(struct up_agent_input *in, char *buf, size_t len)
 {
 	struct passwd pw, *res = NULL;
 	const char *home = up_knobs()->home;
@@ -75,7 +74,7 @@ int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const c
 			  : json_sprintf("unknown agent '%s'; known: %s", agent, known));
 		return -ENOENT;
 	}
-	if (current_user(&in, pwbuf, sizeof(pwbuf)) < 0) {
+	if (up_agent_input_self(&in, pwbuf, sizeof(pwbuf)) < 0) {
 		(void)snprintf(auth_err, auth_err_len, "uid %u has no passwd entry",
 			       (unsigned)getuid());
 		return -ENOENT;

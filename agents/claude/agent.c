@@ -383,4 +383,5 @@ const struct up_agent_impl up_agent_claude = {
 	.default_rules = "default-rules.yaml",
 	.attach_argv = attach_argv,
 	.prepare = prepare,
+	.doctor = claude_doctor,
 };

@@ -41,6 +41,9 @@ enum claude_mode {
  */
 int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
 			  const char **fake, size_t *fake_len, char *err, size_t err_len) _wur_;
+/* `uplink doctor`: whether ~/.claude/.credentials.json holds a login and how long it lasts. */
+size_t claude_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
+		     struct up_agent_check *out, size_t max);
 /* --bedrock: the auth rule with {{keyring:bedrock:key}}; nothing is read here. */
 int claude_bedrock_auth(struct up_agent_prepared *p) _wur_;
 

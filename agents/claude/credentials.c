@@ -406,3 +406,50 @@ int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepa
 	oauth_done(&o);
 	return r;
 }
+
+/* ---------------------------------------------------------------- doctor */
+
+size_t claude_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
+		     struct up_agent_check *out, size_t max)
+{
+	_cleanup_(freep) char *path = NULL;
+	struct oauth o = {0};
+	char why[512];
+	long long left;
+	int r;
+
+	(void)impl;
+	if (max < 1)
+		return 0;
+	if (asprintf(&path, "%s/.claude/.credentials.json", in->home) < 0) {
+		up_agent_check_set(out, "claude login", "skip", NULL, "out of memory");
+		return 1;
+	}
+	r = claude_read_json(path, CREDS, "run `claude` once on this machine and log in", &o.doc,
+			     why, sizeof(why));
+	if (r == 0)
+		r = parse_oauth(&o, why, sizeof(why));
+	left = r == 0 ? o.expires_ms / 1000 - (long long)(in->now ? in->now : time(NULL)) : 0;
+	if (r == -ENOENT)
+		up_agent_check_set(out, "claude login", "warn",
+				   "run `claude` on this machine and log in (or use --bedrock)",
+				   "no Claude login: %s is missing", CREDS);
+	else if (r < 0)
+		up_agent_check_set(out, "claude login", "warn", "run `claude` and log in again",
+				   "%s", why);
+	else if (left <= 0 && !o.refresh)
+		up_agent_check_set(out, "claude login", "warn", "run `claude` and log in again",
+				   "the Claude login in %s has expired and has no refresh token",
+				   CREDS);
+	else if (left > 0)
+		up_agent_check_set(out, "claude login", "ok", NULL,
+				   "%s: the token lasts %lld more minutes%s", CREDS, left / 60,
+				   o.refresh ? "; uplink refreshes it before it expires" : "");
+	else
+		up_agent_check_set(out, "claude login", "ok", NULL,
+				   "%s: the token expired %lld minutes ago; uplink refreshes it "
+				   "when a session starts",
+				   CREDS, -left / 60);
+	oauth_done(&o);
+	return 1;
+}

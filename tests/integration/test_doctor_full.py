@@ -68,7 +68,8 @@ def test_order_after_the_kubernetes_checks(run_doctor):
     assert names[:6] == ["kubeconfig", "deploy context", "API server", "credentials", "runtime class",
                          "registry"]
     assert names[6:] == ["kubectl", "docker", "docker daemon", "optional tools", "network policy",
-                         "registries.yaml", "Secret Service", "notifications", "uplinkd"]
+                         "registries.yaml", "Secret Service", "notifications", "claude login",
+                         "uplinkd"]
     for c in res["checks"]:
         assert c["status"] in ("ok", "warn", "fail", "skip")
         if c["status"] in ("warn", "fail"):
@@ -291,3 +292,39 @@ def test_human_output_prints_fixes(tmpdir_short, fakekube):
     finally:
         assert d.stop() == 0
         d.close()
+
+
+# ---------------------------------------------------------------- the agents' logins
+
+def login_doc(expires_in_s, refresh=True):
+    import time
+    o = {"accessToken": "sk-ant-oat01-DOCTOR-SENTINEL",
+         "expiresAt": int((time.time() + expires_in_s) * 1000)}
+    if refresh:
+        o["refreshToken"] = "sk-ant-ort01-DOCTOR-SENTINEL"
+    return json.dumps({"claudeAiOauth": o})
+
+
+@pytest.mark.parametrize("text, status, words", [
+    (None, "warn", "is missing"),
+    ("{not json", "warn", "line 1"),
+    (login_doc(3 * 3600), "ok", "more minutes; uplink refreshes it before it expires"),
+    (login_doc(-630), "ok", "minutes ago; uplink refreshes it when a session starts"),
+    (login_doc(-600, refresh=False), "warn", "has expired and has no refresh token"),
+])
+def test_claude_login(run_doctor, tmpdir_short, text, status, words):
+    home = tmpdir_short / "home-doctor"
+    home.mkdir(exist_ok=True)
+    if text is not None:
+        (home / ".claude").mkdir(exist_ok=True)
+        (home / ".claude" / ".credentials.json").write_text(text)
+    rc, res, _ = run_doctor(env={"HOME": str(home)})
+    c = check(res, "claude login")
+    assert c["status"] == status, c
+    assert words in c["detail"], c
+    assert (c["fix"] is None) == (status == "ok"), c
+    if status != "ok":
+        assert "claude" in c["fix"]
+    # a missing or stale login of one agent is no failure of the machine
+    assert all(x["status"] != "fail" for x in res["checks"] if x["name"].endswith(" login"))
+    assert "SENTINEL" not in json.dumps(res)
