@@ -12,9 +12,11 @@
 
 static int read_fd(int fd, size_t max, char **ret, size_t *len);
 
+/* O_NONBLOCK: a FIFO put where a file is expected must not hold the caller (a worker
+ * thread of the daemon) until someone writes to it; it reads as what is in it now. */
 int up_read_file(const char *path, size_t max, char **ret, size_t *len)
 {
-	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0)
 		return -errno;
@@ -24,7 +26,7 @@ int up_read_file(const char *path, size_t max, char **ret, size_t *len)
 int up_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *len)
 {
 	_cleanup_(closep) int fd =
-		openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+		openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 
 	if (fd < 0)
 		return -errno;

@@ -8,7 +8,9 @@
 /*
  * Reads a whole file of at most `max` bytes into a NUL-terminated buffer the caller
  * frees. Returns 0, -EFBIG past the limit, or -errno. Blocking: the daemon calls it
- * off its loop or at start-up only.
+ * off its loop or at start-up only. A FIFO (or other special file) is opened without
+ * waiting for a writer: it reads as what it holds now (-EAGAIN when a writer is there but
+ * has written nothing), never hanging the caller.
  */
 int up_read_file(const char *path, size_t max, char **ret, size_t *len) _wur_;
 
