@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "store.h"
+#include "store-private.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -20,17 +21,6 @@
 #include "knobs.h"
 #include "paths.h"
 #include "fileio.h"
-
-struct store_op;
-
-struct up_store {
-	char *base;
-	char *sessions; /* <base>/sessions */
-	/* The _async queue: head runs on the threadpool, the rest wait in order. */
-	struct store_op *head, *tail;
-	size_t pending;
-	bool running;
-};
 
 /* "<doing> <what>: <strerror>" into err; returns r. */
 static int fail(int r, char *err, size_t err_len, const char *doing, const char *what)
@@ -178,8 +168,8 @@ static int make_dirs(struct up_store *s, json_t *problems, char *err, size_t err
 }
 
 /* tmp + write + fsync + rename + fsync of the folder (up_write_file_atomic()). */
-static int save_bytes(struct up_store *s, const char *id, const char *buf, size_t len, char *err,
-		      size_t err_len)
+int up_store_save_bytes(struct up_store *s, const char *id, const char *buf, size_t len, char *err,
+			size_t err_len)
 {
 	char name[64], path[PATH_MAX];
 	const char *step = NULL;
@@ -201,7 +191,7 @@ static int save_bytes(struct up_store *s, const char *id, const char *buf, size_
 }
 
 /* The record as it goes to disk, checked and bounded. */
-static int serialise(const json_t *rec, char **ret, size_t *len, char *err, size_t err_len)
+int up_store_serialise(const json_t *rec, char **ret, size_t *len, char *err, size_t err_len)
 {
 	char why[256];
 	char *text;
@@ -235,10 +225,10 @@ int up_store_save(struct up_store *s, const json_t *rec, char *err, size_t err_l
 	size_t len;
 	int r;
 
-	r = serialise(rec, &text, &len, err, err_len);
+	r = up_store_serialise(rec, &text, &len, err, err_len);
 	if (r < 0)
 		return r;
-	return save_bytes(s, up_record_id(rec), text, len, err, err_len);
+	return up_store_save_bytes(s, up_record_id(rec), text, len, err, err_len);
 }
 
 /* Reads a regular file of at most UP_MAX_RECORD_SIZE bytes without following links. */
@@ -656,214 +646,4 @@ int up_store_prune(struct up_store *s, int64_t now, uint64_t max_age, json_t **r
 	}
 	*removed = p.removed;
 	return 0;
-}
-
-/* ---- off the loop ---- */
-
-struct store_op {
-	struct store_op *next; /* up_store::head */
-	uv_work_t work;
-	uv_loop_t *loop;
-	struct up_store *store;
-	void (*run)(struct store_op *op); /* NULL: failed before queueing; r and err say why */
-	char id[UP_SESSION_ID_LEN + 1];
-	char *bytes;
-	size_t len;
-	int64_t now;
-	uint64_t max_age;
-	unsigned flags;
-	int r;
-	char err[1024];
-	json_t *result;
-	up_store_cb cb;
-	void *ud;
-};
-
-static void run_save(struct store_op *op)
-{
-	op->r = save_bytes(op->store, op->id, op->bytes, op->len, op->err, sizeof(op->err));
-}
-
-static void run_load(struct store_op *op)
-{
-	json_t *records, *problems;
-
-	op->r = up_store_load(op->store, op->now, &records, &problems, op->err, sizeof(op->err));
-	if (op->r == 0)
-		op->result = json_pack("{s:o, s:o}", "records", records, "problems", problems);
-	if (op->r == 0 && !op->result)
-		op->r = -ENOMEM;
-}
-
-static void run_delete(struct store_op *op)
-{
-	op->r = up_store_delete(op->store, op->id, op->flags, op->err, sizeof(op->err));
-}
-
-static void run_prune(struct store_op *op)
-{
-	op->r = up_store_prune(op->store, op->now, op->max_age, &op->result, op->err,
-			       sizeof(op->err));
-}
-
-static void op_work(uv_work_t *w)
-{
-	struct store_op *op = w->data;
-
-	if (op->run)
-		op->run(op);
-}
-
-static void op_after(uv_work_t *w, int status);
-
-static int op_start(struct up_store *s)
-{
-	struct store_op *op = s->head;
-	int r = uv_queue_work(op->loop, &op->work, op_work, op_after);
-
-	s->running = r == 0;
-	return r;
-}
-
-static struct store_op *op_pop(struct up_store *s)
-{
-	struct store_op *op = s->head;
-
-	s->head = op->next;
-	if (!s->head)
-		s->tail = NULL;
-	s->pending--;
-	return op;
-}
-
-/* The one completion path: report, free, start the next. */
-static void op_finish(struct store_op *op)
-{
-	op->cb(op->r, op->r < 0 ? op->err : NULL, op->result, op->ud);
-	json_decref(op->result);
-	free(op->bytes);
-	free(op);
-}
-
-static void op_pump(struct up_store *s)
-{
-	while (s->head && !s->running) {
-		int r = op_start(s);
-		if (r == 0)
-			return;
-		struct store_op *op = op_pop(s);
-		op->r = r;
-		(void)snprintf(op->err, sizeof(op->err), "cannot queue a store operation: %s",
-			       uv_strerror(r));
-		op_finish(op);
-	}
-}
-
-static void op_after(uv_work_t *w, int status)
-{
-	struct store_op *op = w->data;
-	struct up_store *s = op->store;
-
-	(void)op_pop(s);
-	s->running = false;
-	if (status == UV_ECANCELED && op->r == 0) {
-		op->r = -ECANCELED;
-		(void)snprintf(op->err, sizeof(op->err), "the store operation was cancelled");
-	}
-	op_finish(op);
-	op_pump(s);
-}
-
-static struct store_op *op_new(uv_loop_t *loop, struct up_store *s, void (*run)(struct store_op *),
-			       up_store_cb cb, void *ud)
-{
-	struct store_op *op = calloc(1, sizeof(*op));
-
-	if (!op)
-		return NULL;
-	op->work.data = op;
-	op->loop = loop;
-	op->store = s;
-	op->run = run;
-	op->cb = cb;
-	op->ud = ud;
-	return op;
-}
-
-static int op_submit(struct up_store *s, struct store_op *op)
-{
-	int r;
-
-	if (s->tail)
-		s->tail->next = op;
-	else
-		s->head = op;
-	s->tail = op;
-	s->pending++;
-	if (s->running || s->head != op)
-		return 0;
-	r = op_start(s);
-	if (r < 0) {
-		(void)op_pop(s);
-		free(op->bytes);
-		free(op);
-	}
-	return r;
-}
-
-int up_store_save_async(uv_loop_t *loop, struct up_store *s, const json_t *rec, up_store_cb cb,
-			void *ud)
-{
-	struct store_op *op = op_new(loop, s, run_save, cb, ud);
-
-	if (!op)
-		return -ENOMEM;
-	op->r = serialise(rec, &op->bytes, &op->len, op->err, sizeof(op->err));
-	if (op->r < 0)
-		op->run = NULL; /* reported through the queue like any other result */
-	else
-		memcpy(op->id, up_record_id(rec), UP_SESSION_ID_LEN);
-	return op_submit(s, op);
-}
-
-int up_store_load_async(uv_loop_t *loop, struct up_store *s, int64_t now, up_store_cb cb, void *ud)
-{
-	struct store_op *op = op_new(loop, s, run_load, cb, ud);
-
-	if (!op)
-		return -ENOMEM;
-	op->now = now;
-	return op_submit(s, op);
-}
-
-int up_store_delete_async(uv_loop_t *loop, struct up_store *s, const char *id, unsigned flags,
-			  up_store_cb cb, void *ud)
-{
-	struct store_op *op;
-
-	if (!up_session_id_valid(id))
-		return -EINVAL;
-	op = op_new(loop, s, run_delete, cb, ud);
-	if (!op)
-		return -ENOMEM;
-	memcpy(op->id, id, UP_SESSION_ID_LEN);
-	op->flags = flags;
-	return op_submit(s, op);
-}
-
-int up_store_prune_async(uv_loop_t *loop, struct up_store *s, int64_t now, uint64_t max_age,
-			 up_store_cb cb, void *ud)
-{
-	struct store_op *op = op_new(loop, s, run_prune, cb, ud);
-
-	if (!op)
-		return -ENOMEM;
-	op->now = now;
-	op->max_age = max_age;
-	return op_submit(s, op);
-}
-
-size_t up_store_pending(const struct up_store *s)
-{
-	return s->pending;
 }
