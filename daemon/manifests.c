@@ -364,7 +364,7 @@ static int render_policies(struct render *c)
 	json_t *mitm = object(c, TPL_NP_MITM, "mitm-policy");
 	int r = 0;
 
-	if (agent && c->s->allow_dns)
+	if (agent && c->s->asked.allow_dns)
 		r = manifests_push(manifests_dig(agent, "spec.egress"),
 				   json_deep_copy(c->m->tpl[TPL_NP_AGENT_DNS]));
 	if (agent && r == 0)
@@ -422,7 +422,8 @@ static int mitm_secret(json_t *pod, const char *option, const char *secret, cons
 
 /* --mitm-ca-cert and the kube CAs, kube client certificates, the AWS map, --mitm-insecure,
  * --mitm-debug (manifests/mitm/README.md, "Running it"). */
-static int mitm_extras(const struct up_session_extras *x, json_t *pod)
+static int mitm_extras(const struct up_session_extras *x, const struct up_session_asked *a,
+		       json_t *pod)
 {
 	json_t *args = manifests_dig(pod, "spec.containers.0.args");
 	int r = 0;
@@ -436,11 +437,11 @@ static int mitm_extras(const struct up_session_extras *x, json_t *pod)
 	if (r == 0 && x->aws_creds_json && x->aws_ini)
 		r = mitm_secret(pod, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY,
 				AWS_MITM_SECRET, AWS_MITM_DIR);
-	if (r == 0 && x->mitm_insecure)
+	if (r == 0 && a->mitm_insecure)
 		r = set_option(args, "ssl_insecure=true");
-	if (r == 0 && x->mitm_debug)
+	if (r == 0 && a->mitm_debug)
 		r = set_option(args, "termlog_verbosity=debug");
-	if (r == 0 && x->mitm_debug)
+	if (r == 0 && a->mitm_debug)
 		r = set_option(args, "flow_detail=3");
 	return r;
 }
@@ -492,7 +493,7 @@ static int render_mitm(struct render *c)
 		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName",
 				  json_string(rc));
 	if (r == 0 && c->s->extras)
-		r = mitm_extras(c->s->extras, pod);
+		r = mitm_extras(c->s->extras, &c->s->asked, pod);
 	if (r == 0)
 		r = mitm_refuse_cidrs(c, pod);
 	return add_pod_and_service(c, pod, svc, r);
@@ -738,7 +739,7 @@ static int agent_pod_fill(struct render *c, json_t *pod)
 						      "agent env SSH_AUTH_SOCK would replace "
 						      "uplink's own")
 				    : r;
-	if (s->allow_dns) { /* back to the cluster's DNS */
+	if (s->asked.allow_dns) { /* back to the cluster's DNS */
 		(void)json_object_del(spec, "dnsPolicy");
 		(void)json_object_del(spec, "dnsConfig");
 	}

@@ -91,6 +91,19 @@ static bool image_ref(const char *s)
 	return s && *s && strlen(s) <= 512 && !strpbrk(s, " \t\n\"'\\");
 }
 
+/* Every PATHS option of session-options.h: its flag and its values. */
+#define PATHS_ROW_PATHS(flag, key) {"--" flag, p->key},
+#define PATHS_ROW_BOOL(flag, key)
+#define PATHS_ROW_STRING(flag, key)
+#define PATHS_ROW_DURATION(flag, key)
+#define PATHS_ROW_PATH(flag, key)
+#define PATHS_ROW_RULES(flag, key)
+#define PATHS_ROW_WORDS(flag, key)
+#define PATHS_ROW_ARGS(flag, key)
+#define PATHS_ROW_SPLIT(flag, key)
+#define PATHS_ROW_MODE(flag, key)
+#define PATHS_ROW_LOCAL(flag, key)
+
 /* The host paths of the extras: absolute (the client makes them so); the rest on the threadpool. */
 static int check_paths(const struct start_params *p, char *why, size_t len)
 {
@@ -98,10 +111,10 @@ static int check_paths(const struct start_params *p, char *why, size_t len)
 		const char *flag;
 		const json_t *list;
 	} lists[] = {
-		{"--add-dir", p->add_dir},
-		{"--mount-rw", p->mount_rw},
-		{"--mount-ro", p->mount_ro},
-		{"--mitm-ca-cert", p->mitm_ca_cert},
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_PARAM_##where(PATHS_ROW_##type(flag, key))
+		UP_SESSION_OPTIONS(XX)
+#undef XX
 	};
 	json_t *v;
 	size_t i;
@@ -281,11 +294,36 @@ static int check_start(const struct start_params *p, const struct up_sessions *a
 	return r;
 }
 
-static json_t *copy_list(json_t *list)
+/* A parameter copied into struct up_session_asked, by its type in session-options.h. */
+#define COPY_STR(key)                             \
+	if (p->key && !(a->key = strdup(p->key))) \
+		return -ENOMEM;
+#define COPY_LIST(key)                                                  \
+	if (!(a->key = p->key ? json_deep_copy(p->key) : json_array())) \
+		return -ENOMEM;
+#define COPY_BOOL(key)	   a->key = p->key;
+#define COPY_STRING(key)   COPY_STR(key)
+#define COPY_DURATION(key) COPY_STR(key)
+#define COPY_PATH(key)	   COPY_STR(key)
+#define COPY_PATHS(key)	   COPY_LIST(key)
+#define COPY_RULES(key)	   COPY_LIST(key)
+#define COPY_WORDS(key)	   COPY_LIST(key)
+#define COPY_ARGS(key)	   COPY_LIST(key)
+#define COPY_SPLIT(key)	   COPY_LIST(key)
+#define COPY_MODE(key)
+#define COPY_LOCAL(key)
+
+/* Every parameter of session-options.h, as given; on failure up_session_opts_done() frees. */
+static int copy_asked(const struct start_params *p, struct up_session_asked *a)
 {
-	return list ? json_deep_copy(list) : json_array();
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_PARAM_##where(COPY_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
+	return 0;
 }
 
+/* What the extras derive from the parameters: defaults, and "" as not given. */
 static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 {
 	struct up_session_extra *x = calloc(1, sizeof(*x));
@@ -293,27 +331,13 @@ static int fill_extra(const struct start_params *p, struct up_session_opts *o)
 	if (!x)
 		return -ENOMEM;
 	o->extra = x;
-	x->add_dir = copy_list(p->add_dir);
-	x->mount_rw = copy_list(p->mount_rw);
-	x->mount_ro = copy_list(p->mount_ro);
-	x->mitm_ca_cert = copy_list(p->mitm_ca_cert);
-	x->git_rewrite = copy_list(p->git_https_rewrite);
-	x->kube_context = copy_list(p->kube_context);
 	/* --kubeconfig (or a config file's), else what the client's $KUBECONFIG names */
 	x->kubeconfig = dup_or_null(p->kubeconfig && *p->kubeconfig ? p->kubeconfig
 								    : p->kubeconfig_default);
-	x->aws_profiles = copy_list(p->aws_profiles);
-	x->out.ssh_cidrs = copy_list(p->ssh_cidr); /* normalised by up_session_extra_check() */
-	x->no_git_identity = p->no_git_identity;
-	x->expose_deploy = p->expose_deploy_cluster;
+	x->aws_profiles = p->aws_profiles ? json_deep_copy(p->aws_profiles) : json_array();
 	if (p->ssh_key_dir && *p->ssh_key_dir && !(x->ssh_key_dir = strdup(p->ssh_key_dir)))
 		return -ENOMEM;
-	x->out.mitm_insecure = p->mitm_insecure;
-	x->out.mitm_debug = p->mitm_debug;
-	return x->add_dir && x->mount_rw && x->mount_ro && x->mitm_ca_cert && x->git_rewrite &&
-			       x->out.ssh_cidrs && x->kube_context && x->aws_profiles
-		       ? 0
-		       : -ENOMEM;
+	return x->aws_profiles ? 0 : -ENOMEM;
 }
 
 /* Warnings about what was asked, as progress lines to the client that asked. */
@@ -334,8 +358,10 @@ static void warn(struct up_request *req, const char *fmt, ...)
 					       (json_int_t)0));
 }
 
-static void warn_start(struct up_request *req, const struct up_session_extra *x)
+static void warn_start(struct up_request *req, const struct up_session_opts *o)
 {
+	const struct up_session_extra *x = o->extra;
+
 	/* Either SSH flag alone only warns (reference §1.4 item 3). */
 	if (json_array_size(x->out.ssh_cidrs) > 0 && !x->ssh_key_dir) {
 		char *cidrs = up_json_join(x->out.ssh_cidrs, ", ");
@@ -347,11 +373,11 @@ static void warn_start(struct up_request *req, const struct up_session_extra *x)
 		warn(req,
 		     "--ssh-key-dir without --ssh-cidr: SSH egress stays denied, so the agent has "
 		     "keys but can reach nothing on TCP 22");
-	if (x->out.mitm_insecure)
+	if (o->asked.mitm_insecure)
 		warn(req,
 		     "--mitm-insecure: the mitm does not verify upstream TLS certificates; anyone "
 		     "on the path can impersonate the servers the agent talks to");
-	if (x->out.mitm_debug)
+	if (o->asked.mitm_debug)
 		warn(req, "--mitm-debug: the mitm logs request and response headers and bodies, "
 			  "including the credentials it injects; its log may hold secrets");
 }
@@ -360,30 +386,19 @@ static int fill_opts(const struct start_params *p, const struct up_sessions *all
 		     struct up_session_opts *o)
 {
 	*o = (struct up_session_opts){.ttl_s = o->ttl_s, .idle_s = o->idle_s};
+	if (copy_asked(p, &o->asked) < 0)
+		return -ENOMEM;
 	o->agent = strdup(p->agent);
 	o->mode = dup_or_null(p->mode);
 	o->cwd = strdup(p->cwd);
-	o->deploy_context = p->deploy_context ? strdup(p->deploy_context) : NULL;
-	o->agent_runtime_class = p->agent_runtime_class ? strdup(p->agent_runtime_class) : NULL;
-	o->mitm_runtime_class = dup_or_null(p->mitm_runtime_class);
 	o->mitm_image = dup_or_null(p->mitmproxy_image);
 	o->registry_image = dup_or_null(p->registry_image);
 	o->image = dup_or_null(p->image);
 	o->registry = dup_or_null(p->registry);
 	o->user = strdup(up_sessions_user(all));
 	o->home = strdup(up_sessions_home(all));
-	o->rules = p->rules ? json_deep_copy(p->rules) : json_array();
-	o->args = p->args ? json_deep_copy(p->args) : json_array();
-	o->no_default_rules = p->no_default_rules;
-	o->allow_exec = p->allow_exec;
-	o->force_rebuild = p->force_rebuild;
-	o->allow_dns = p->allow_dns;
-	o->dry_run = p->dry_run;
-	o->show_secrets = p->show_secrets;
-	o->debug = p->debug;
 	o->quiet = p->no_notifications;
-	return o->agent && o->cwd && o->user && o->home && o->rules && o->args ? fill_extra(p, o)
-									       : -ENOMEM;
+	return o->agent && o->cwd && o->user && o->home ? fill_extra(p, o) : -ENOMEM;
 }
 
 static struct up_sessions *sessions_of(void *userdata)
@@ -414,14 +429,14 @@ static int start_checked(struct up_request *req, void *params, void *userdata,
 	}
 	r = fill_opts(p, all, &o);
 	if (r >= 0)
-		r = up_config_add_rules(o.rules, config_rules); /* after the --rules files */
-	if (r >= 0 && up_session_extra_check(o.extra, why, sizeof(why)) < 0) {
+		r = up_config_add_rules(o.asked.rules, config_rules); /* after the --rules files */
+	if (r >= 0 && up_session_extra_check(o.extra, &o.asked, why, sizeof(why)) < 0) {
 		up_session_opts_done(&o);
 		up_request_error(req, UP_ERR_INVALID_PARAMS, why);
 		return 0;
 	}
 	if (r >= 0)
-		warn_start(req, o.extra);
+		warn_start(req, &o);
 	json_t *w;
 	size_t k;
 	json_array_foreach (json_object_get(from_files, "warnings"), k, w)

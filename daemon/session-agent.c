@@ -22,7 +22,7 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 {
 	struct session_agent *a = calloc(1, sizeof(*a));
 	char dir[4096];
-	size_t n = json_array_size(s->o.args), i;
+	size_t n = json_array_size(s->o.asked.args), i;
 	json_t *v;
 	int r;
 
@@ -39,10 +39,10 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 	a->args = calloc(n + 1, sizeof(char *));
 	if (!a->args)
 		return -ENOMEM;
-	json_array_foreach (s->o.args, i, v)
+	json_array_foreach (s->o.asked.args, i, v)
 		a->args[i] = json_string_value(v);
 	r = up_store_session_dir(s->all->store, s->id, dir, sizeof(dir));
-	if (r >= 0 && !s->o.dry_run && mkdir(dir, 0700) < 0 && errno != EEXIST)
+	if (r >= 0 && !s->o.asked.dry_run && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		r = -errno;
 	if (r < 0) {
 		(void)snprintf(err, len, "cannot create the session folder %s: %s", dir,
@@ -62,8 +62,8 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		.args = a->args,
 		.session_id = s->id,
 		.state_dir = dir,
-		.dry_run = s->o.dry_run,
-		.debug = s->o.debug,
+		.dry_run = s->o.asked.dry_run,
+		.debug = s->o.asked.debug,
 		.token_url = up_knobs()->token_url,
 	};
 	return up_agent_prepare(a->impl, &in, &a->p, err, len);

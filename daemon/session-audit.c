@@ -376,7 +376,7 @@ void up_session_audit_start(struct up_session *s)
 	char dir[PATH_MAX];
 	struct audit *a;
 
-	if (find(s->id) || s->o.dry_run)
+	if (find(s->id) || s->o.asked.dry_run)
 		return;
 	if (up_store_session_dir(s->all->store, s->id, dir, sizeof(dir)) < 0) {
 		log_warning("Session %s: the state folder path is too long; no audit log, ignoring",

@@ -27,12 +27,6 @@ struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
 {
 	if (!x)
 		return NULL;
-	json_decref(x->add_dir);
-	json_decref(x->mount_rw);
-	json_decref(x->mount_ro);
-	json_decref(x->mitm_ca_cert);
-	json_decref(x->git_rewrite);
-	json_decref(x->kube_context);
 	free(x->kubeconfig);
 	up_kube_exposed_free(x->kube);
 	json_decref(x->aws_profiles);
@@ -86,7 +80,7 @@ static int cidr_normalise(const char *raw, char *out, size_t len, const char **r
 	return snprintf(out, len, "%s/%ld", addr, bits) < (int)len ? 0 : -ENAMETOOLONG;
 }
 
-static int check_cidrs(struct up_session_extra *x, json_t *given, char *why, size_t len)
+static int check_cidrs(struct up_session_extra *x, const json_t *given, char *why, size_t len)
 {
 	char cidr[INET6_ADDRSTRLEN + 8];
 	const char *reason = "";
@@ -110,41 +104,55 @@ static int check_cidrs(struct up_session_extra *x, json_t *given, char *why, siz
 
 /* ---------------------------------------------------------------- checks on the loop */
 
-int up_session_extra_check(struct up_session_extra *x, char *why, size_t len)
+/* How many items a list of session.start may hold (bounds.h), checked before its items. */
+static const struct {
+	const char *flag, *items;
+	size_t field; /* in struct up_session_asked */
+	size_t max;
+} list_limits[] = {
+	{"--git-https-rewrite", "hosts", offsetof(struct up_session_asked, git_https_rewrite),
+	 UP_MAX_GIT_REWRITES},
+	{"--mitm-ca-cert", "files", offsetof(struct up_session_asked, mitm_ca_cert),
+	 UP_MAX_MITM_CA_FILES},
+	{"--kube-context", "contexts", offsetof(struct up_session_asked, kube_context),
+	 UP_MAX_KUBE_CONTEXTS},
+};
+
+static int check_list_limits(const struct up_session_asked *a, char *why, size_t len)
 {
-	json_t *given = x->out.ssh_cidrs, *v;
+	for (size_t l = 0; l < ELEMENTSOF(list_limits); l++)
+		if (json_array_size(*(json_t *const *)((const char *)a + list_limits[l].field)) >
+		    list_limits[l].max)
+			return snprintf(why, len, "%s: at most %zu %s", list_limits[l].flag,
+					list_limits[l].max, list_limits[l].items),
+			       -EINVAL;
+	return 0;
+}
+
+int up_session_extra_check(struct up_session_extra *x, const struct up_session_asked *a, char *why,
+			   size_t len)
+{
+	json_t *v;
 	size_t i;
 	int r;
 
-	/* session.start hands the CIDRs as given; `out` keeps them normalised. */
+	/* The CIDRs as given are in `a`; `out` keeps them normalised. */
 	x->out.ssh_cidrs = json_array();
-	r = x->out.ssh_cidrs ? check_cidrs(x, given, why, len) : -ENOMEM;
-	json_decref(given);
-	if (r < 0)
+	r = x->out.ssh_cidrs ? check_cidrs(x, a->ssh_cidr, why, len) : -ENOMEM;
+	if (r < 0 || (r = check_list_limits(a, why, len)) < 0)
 		return r;
-	if (json_array_size(x->git_rewrite) > UP_MAX_GIT_REWRITES)
-		return snprintf(why, len, "--git-https-rewrite: at most %d hosts",
-				UP_MAX_GIT_REWRITES),
-		       -EINVAL;
-	json_array_foreach (x->git_rewrite, i, v)
+	json_array_foreach (a->git_https_rewrite, i, v)
 		if (!session_git_host_ok(json_string_value(v)))
 			return snprintf(why, len, "invalid --git-https-rewrite host: '%s'",
 					json_string_value(v)),
 			       -EINVAL;
-	if (json_array_size(x->mitm_ca_cert) > UP_MAX_MITM_CA_FILES)
-		return snprintf(why, len, "--mitm-ca-cert: at most %d files", UP_MAX_MITM_CA_FILES),
-		       -EINVAL;
-	if (json_array_size(x->kube_context) > UP_MAX_KUBE_CONTEXTS)
-		return snprintf(why, len, "--kube-context: at most %d contexts",
-				UP_MAX_KUBE_CONTEXTS),
-		       -EINVAL;
-	json_array_foreach (x->kube_context, i, v)
+	json_array_foreach (a->kube_context, i, v)
 		if (!*json_string_value(v) || strlen(json_string_value(v)) > 253)
 			return snprintf(why, len, "--kube-context '%s' is not a context name",
 					json_string_value(v)),
 			       -EINVAL;
-	if (json_array_size(x->add_dir) + json_array_size(x->mount_rw) +
-		    json_array_size(x->mount_ro) >
+	if (json_array_size(a->add_dir) + json_array_size(a->mount_rw) +
+		    json_array_size(a->mount_ro) >
 	    UP_MAX_SESSION_MOUNTS)
 		return snprintf(why, len,
 				"--add-dir, --mount-rw and --mount-ro: at most %d paths "
@@ -233,17 +241,17 @@ static int mounts_overlap(const struct mounts *ms, char *why, size_t len)
 	return 0;
 }
 
-static int resolve_mounts(struct up_session_extra *x, const char *cwd, const char *home, char *why,
-			  size_t len)
+static int resolve_mounts(struct up_session_extra *x, const struct up_session_asked *a,
+			  const char *cwd, const char *home, char *why, size_t len)
 {
 	static const struct {
 		const char *flag;
 		size_t field;
 		bool ro, dir_only;
 	} flags[] = {
-		{"--add-dir", offsetof(struct up_session_extra, add_dir), false, true},
-		{"--mount-rw", offsetof(struct up_session_extra, mount_rw), false, false},
-		{"--mount-ro", offsetof(struct up_session_extra, mount_ro), true, false},
+		{"--add-dir", offsetof(struct up_session_asked, add_dir), false, true},
+		{"--mount-rw", offsetof(struct up_session_asked, mount_rw), false, false},
+		{"--mount-ro", offsetof(struct up_session_asked, mount_ro), true, false},
 	};
 	_cleanup_(freep) struct mounts *ms = calloc(1, sizeof(*ms));
 	json_t *v;
@@ -257,7 +265,7 @@ static int resolve_mounts(struct up_session_extra *x, const char *cwd, const cha
 	if (!realpath(home, ms->real_home))
 		ms->real_home[0] = '\0';
 	for (size_t f = 0; f < ELEMENTSOF(flags); f++)
-		json_array_foreach (*(json_t **)((char *)x + flags[f].field), i, v)
+		json_array_foreach (*(json_t *const *)((const char *)a + flags[f].field), i, v)
 			if ((r = mount_add(ms, flags[f].flag, json_string_value(v), flags[f].ro,
 					   flags[f].dir_only, why, len)) < 0)
 				return r;
@@ -273,7 +281,7 @@ static int resolve_mounts(struct up_session_extra *x, const char *cwd, const cha
 
 /* ---------------------------------------------------------------- --mitm-ca-cert (threadpool) */
 
-static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
+static int read_ca_files(struct up_session_extra *x, const json_t *files, char *why, size_t len)
 {
 	char *all = NULL, *text = NULL;
 	size_t n_all = 0, n;
@@ -281,7 +289,7 @@ static int read_ca_files(struct up_session_extra *x, char *why, size_t len)
 	size_t i;
 	int r = 0;
 
-	json_array_foreach (x->mitm_ca_cert, i, v) {
+	json_array_foreach (files, i, v) {
 		const char *path = json_string_value(v);
 		r = up_read_file(path, UP_MAX_MITM_CA_FILE_SIZE, &text, &n);
 		if (r == -ENOENT)
@@ -356,7 +364,7 @@ static int check_deploy_cluster(struct up_session *s, char *why, size_t len)
 		if ((!streq(c->host, host) || (int)c->port != port) &&
 		    !(s->server_ca && same_pem(s->server_ca, c->ca_pem)))
 			continue;
-		if (!x->expose_deploy)
+		if (!s->o.asked.expose_deploy_cluster)
 			return snprintf(why, len,
 					"--kube-context %s: this is the cluster uplink runs the "
 					"session in (%s:%d); with it the agent could read its own "
@@ -385,9 +393,9 @@ static int read_kube(struct up_session *s, char *why, size_t len)
 	struct up_session_extra *x = s->o.extra;
 	int r;
 
-	if (json_array_size(x->kube_context) == 0)
+	if (json_array_size(s->o.asked.kube_context) == 0)
 		return 0;
-	r = up_kube_expose_load(x->kubeconfig, x->kube_context, &x->kube, why, len);
+	r = up_kube_expose_load(x->kubeconfig, s->o.asked.kube_context, &x->kube, why, len);
 	if (r < 0)
 		return r;
 	if ((r = check_deploy_cluster(s, why, len)) < 0)
@@ -533,9 +541,9 @@ int session_extras_prepare(struct up_session *s)
 
 	if (!x)
 		return 0;
-	r = resolve_mounts(x, s->o.cwd, s->o.home, why, sizeof(why));
+	r = resolve_mounts(x, &s->o.asked, s->o.cwd, s->o.home, why, sizeof(why));
 	if (r >= 0)
-		r = read_ca_files(x, why, sizeof(why));
+		r = read_ca_files(x, s->o.asked.mitm_ca_cert, why, sizeof(why));
 	if (r >= 0)
 		r = read_kube(s, why,
 			      sizeof(why)); /* after the CA files: its CAs go after theirs */
@@ -544,8 +552,8 @@ int session_extras_prepare(struct up_session *s)
 	if (r >= 0)
 		r = check_ssh_home(x, s->o.cwd, s->o.home, why, sizeof(why));
 	if (r >= 0)
-		r = session_git_overlay(x->git_rewrite, !x->no_git_identity, &x->out.gitconfig,
-					s->warnings);
+		r = session_git_overlay(s->o.asked.git_https_rewrite, !s->o.asked.no_git_identity,
+					&x->out.gitconfig, s->warnings);
 	if (r < 0) {
 		s->prep_e = r == -EINVAL ? UP_ERR_INVALID_PARAMS : UP_ERR_INTERNAL_ERROR;
 		if (!why[0])

@@ -178,7 +178,7 @@ bool session_plan_image(struct up_session *s, const struct up_image_result *res)
 	else if (res->present)
 		session_plan_add(s, "image %s: present in the registry; nothing to build",
 				 res->ref);
-	else if (s->o.force_rebuild)
+	else if (s->o.asked.force_rebuild)
 		session_plan_add(s, "image %s: would rebuild and push it (--force-rebuild)",
 				 res->ref);
 	else if (res->asked)
@@ -217,7 +217,7 @@ void session_plan_answer(struct up_session *s)
 			"the mitm Service's cluster IP, which a run fills in once the Service has "
 			"one");
 	session_answer(s, json_pack("{s:s, s:o, s:o}", "id", s->id, "objects",
-				    up_manifests_list(s->objects, s->o.show_secrets), "plan",
+				    up_manifests_list(s->objects, s->o.asked.show_secrets), "plan",
 				    s->plan ? json_incref(s->plan) : json_array()));
 	session_set_state(s, UP_SESSION_STOPPED, "dry run");
 	session_teardown(s);

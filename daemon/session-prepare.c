@@ -39,14 +39,14 @@ void session_prepare_run(struct up_session *s)
 	if (session_aws_prepare(s) < 0) /* --aws-profiles and the agent's: session-aws.c */
 		return;
 	r = session_agent_rules(s, s->problems);
-	json_array_foreach (s->o.rules, i, f)
+	json_array_foreach (s->o.asked.rules, i, f)
 		if (r != -ENOMEM) {
 			int k = up_config_load_rules_item(s->rs, f,
 							  s->problems); /* a path or inline */
 			r = r < 0 ? r : k;
 		}
 	if (r >= 0)
-		r = up_ruleset_finish(s->rs, s->o.no_default_rules, s->problems);
+		r = up_ruleset_finish(s->rs, s->o.asked.no_default_rules, s->problems);
 	if (r < 0 || json_array_size(s->problems) > 0) {
 		s->prep_error = up_json_join(s->problems, "\n");
 		s->prep_e = UP_ERR_RULES_INVALID;
@@ -96,7 +96,7 @@ static void on_resolved(int r, enum up_error e, const char *message, void *ud)
 static void prepare_after(uv_work_t *w, int status)
 {
 	struct up_session *s = w->data;
-	struct up_resolve_options o = {.allow_exec = s->o.allow_exec,
+	struct up_resolve_options o = {.allow_exec = s->o.asked.allow_exec,
 				       .store = up_secret_store_pick()};
 	json_t *warning;
 	size_t i;
@@ -165,14 +165,14 @@ int up_session_begin(struct up_session *s, const struct up_session_observer *obs
 	s->t_start = uv_hrtime();
 	s->state = UP_SESSION_PREPARING;
 	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
-				  s->o.deploy_context ? s->o.deploy_context : "", session_now(),
-				  s->o.ttl_s, s->o.idle_s);
+				  s->o.asked.deploy_context ? s->o.asked.deploy_context : "",
+				  session_now(), s->o.ttl_s, s->o.idle_s);
 	if (!s->record || up_record_set_quiet(s->record, s->o.quiet) < 0) {
 		s->starter = NULL;
 		return -ENOMEM;
 	}
 	session_progress(s, "prepare", 0, 1, "preparing session %s", s->id);
-	if (s->o.dry_run) {
+	if (s->o.asked.dry_run) {
 		on_record_saved(0, NULL, NULL, s);
 		return 0;
 	}

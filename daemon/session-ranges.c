@@ -54,7 +54,7 @@ bool session_ranges_wait(struct up_session *s)
 		    s->ranges_wait)
 			return true;
 	}
-	if (s->o.dry_run)
+	if (s->o.asked.dry_run)
 		plan_line(s, up_cluster_ranges_cidrs(r));
 	return false;
 }

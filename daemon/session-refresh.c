@@ -350,7 +350,7 @@ static void on_resolved(int r, enum up_error e, const char *message, void *ud)
 
 static void start_resolve(struct session_refresh *rf)
 {
-	struct up_resolve_options o = {.allow_exec = rf->s->o.allow_exec,
+	struct up_resolve_options o = {.allow_exec = rf->s->o.asked.allow_exec,
 				       .store = up_secret_store_pick()};
 
 	rf->pending++;

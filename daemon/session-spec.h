@@ -7,8 +7,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "agents/agent.h" /* struct up_agent_contrib: what the agent adds to its pod */
-#include "protocol.h"	  /* UP_SESSION_ID_LEN, UP_SESSION_NS_PREFIX */
+#include "agents/agent.h"  /* struct up_agent_contrib: what the agent adds to its pod */
+#include "protocol.h"	   /* UP_SESSION_ID_LEN, UP_SESSION_NS_PREFIX */
+#include "session-asked.h" /* struct up_session_asked: what session.start asked for */
 
 /*
  * Everything rendering a session's Kubernetes objects needs (daemon/manifests.h). The
@@ -42,7 +43,6 @@ struct up_session_extras {
 	char *mitm_ca_pem; /* CAs the mitm trusts upstream next to the public roots; NULL = none */
 	/* --kube-context: the agent's kubeconfig, the mitm's client certificates (secret) */
 	const struct up_kube_exposed *kube; /* NULL or none = no context */
-	bool mitm_insecure, mitm_debug;
 	struct up_ssh_keys ssh; /* n_keys == 0: no ssh-agent holder, relay or ~/.ssh files */
 	/* --aws-profiles (daemon/aws.h): NULL = none. The agent's ~/.aws/credentials (dummy keys
 	 * only) and the mitm's map of dummy key -> real credentials (secret). */
@@ -65,7 +65,6 @@ struct up_session_spec {
 	const char *mitm_image;
 	const char *agent_runtime_class; /* NULL = "kata-clh"; "" = none */
 	const char *mitm_runtime_class;	 /* NULL or "" = none */
-	bool allow_dns;			 /* open kube-dns to the agent (and give it ClusterFirst) */
 	const json_t *rules;		 /* secret: the proxy's rules document (version 1) */
 	const char *ca_cert_pem;	 /* the session CA (daemon/ca.h) */
 	const char *ca_key_pem;		 /* secret */
@@ -77,6 +76,10 @@ struct up_session_spec {
 	const char *ssh_agent_cluster_ip;
 	struct up_agent_contrib contrib;
 	const struct up_session_extras *extras; /* NULL = none */
+	/* session.start's options as given (a copy of the struct, its pointers borrowed):
+	 * allow_dns opens kube-dns to the agent (and gives it ClusterFirst), mitm_insecure and
+	 * mitm_debug set the mitm's ssl_insecure and its debug logging. */
+	struct up_session_asked asked;
 	/* The deploy cluster's Service ranges, normalised CIDRs (daemon/cluster-ranges.h): the
 	 * mitm's uplink_refuse_cidrs. NULL or empty = not known, the option is not set. */
 	const json_t *refuse_cidrs;

@@ -95,7 +95,7 @@ static void save(struct up_session *s)
 {
 	char *id;
 
-	if (!s->record || s->o.dry_run)
+	if (!s->record || s->o.asked.dry_run)
 		return;
 	id = strdup(s->id);
 	if (up_store_save_async(s->all->loop, s->all->store, s->record, save_done, id) < 0) {
@@ -137,7 +137,7 @@ static void stop_running_work(struct up_session *s)
 /* A session that ran, or tried to, ends with a desktop notification; a dry run does not. */
 static void notify_ended(struct up_session *s)
 {
-	if (!s->o.dry_run)
+	if (!s->o.asked.dry_run)
 		up_notify_session_ended(session_notifier(s), up_session_describe(s));
 }
 
@@ -190,7 +190,7 @@ static void persist_state(struct up_session *s, enum up_session_state to, const 
 		log_warning("Session %s: the record refused %s, ignoring", s->id,
 			    up_session_state_to_name(to));
 	save(s);
-	if (!s->o.dry_run)
+	if (!s->o.asked.dry_run)
 		up_sessions_status(s->all);
 }
 
@@ -329,9 +329,9 @@ static void on_teardown_timer(uv_timer_t *t)
 void session_teardown(struct up_session *s)
 {
 	session_set_state(s, UP_SESSION_TEARDOWN, NULL);
-	if (!s->applied_anything || s->o.dry_run) {
+	if (!s->applied_anything || s->o.asked.dry_run) {
 		session_set_state(s, UP_SESSION_GONE, NULL);
-		if (s->o.dry_run)
+		if (s->o.asked.dry_run)
 			session_plan_forget(s);
 		return;
 	}
@@ -372,7 +372,7 @@ static void on_image_done(const struct up_image_result *res, void *ud)
 	struct up_session *s = ud;
 
 	s->image = NULL;
-	if (s->o.dry_run) {
+	if (s->o.asked.dry_run) {
 		if (session_plan_image(s, res))
 			session_step_deploy(s);
 		return;
@@ -394,7 +394,7 @@ void session_step_build(struct up_session *s)
 
 	if (s->o.image) {
 		s->image_ref = strdup(s->o.image);
-		if (s->o.dry_run)
+		if (s->o.asked.dry_run)
 			session_plan_add(s, "image %s: given with --image; nothing to build",
 					 s->o.image);
 		session_step_deploy(s);
@@ -405,7 +405,7 @@ void session_step_build(struct up_session *s)
 		session_start_image(s, true);
 		return;
 	}
-	if (s->o.dry_run) { /* reads only: session-plan.c */
+	if (s->o.asked.dry_run) { /* reads only: session-plan.c */
 		session_plan_registry(s);
 		return;
 	}
@@ -456,9 +456,9 @@ void session_start_image(struct up_session *s, bool ask)
 		.hash_only = only,
 		.repository = repo,
 		.registry_url = ask ? url : NULL,
-		.force_rebuild = s->o.force_rebuild,
-		.log_path = s->o.dry_run ? NULL : log_path,
-		.plan_only = s->o.dry_run,
+		.force_rebuild = s->o.asked.force_rebuild,
+		.log_path = s->o.asked.dry_run ? NULL : log_path,
+		.plan_only = s->o.asked.dry_run,
 		.docker = up_knobs()->docker,
 	};
 	session_progress(s, "build", 0, 0, "%s the %s image",
@@ -580,13 +580,13 @@ static int render(struct up_session *s, char *err, size_t len)
 		.home = s->o.home,
 		.agent_image = s->image_ref,
 		.mitm_image = s->o.mitm_image ? s->o.mitm_image : UP_DEFAULT_MITMPROXY_IMAGE,
-		.agent_runtime_class = s->o.agent_runtime_class,
-		.mitm_runtime_class = s->o.mitm_runtime_class,
-		.allow_dns = s->o.allow_dns,
+		.agent_runtime_class = s->o.asked.agent_runtime_class,
+		.mitm_runtime_class = s->o.asked.mitm_runtime_class,
 		.rules = rules,
 		.ca_cert_pem = s->ca->cert_pem,
 		.ca_key_pem = s->ca->key_pem,
 		.extras = s->o.extra ? &s->o.extra->out : NULL,
+		.asked = s->o.asked,
 		.refuse_cidrs = session_ranges(s),
 	};
 	const struct up_agent_contrib *contrib = session_agent_contrib(s);
@@ -618,7 +618,7 @@ void session_step_deploy(struct up_session *s)
 		return;
 	}
 	s->need_ssh_agent = s->o.extra && s->o.extra->out.ssh.n_keys > 0;
-	if (s->o.dry_run) {
+	if (s->o.asked.dry_run) {
 		session_plan_answer(s); /* session-plan.c */
 		return;
 	}

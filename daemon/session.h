@@ -26,34 +26,28 @@ struct up_request;
 struct up_cluster;
 
 /*
- * Mounts, SSH, git and mitm options (daemon/session-extras.c): what session.start asked
- * for, and what the renderer gets (`out`). Owned by struct up_session_opts.
+ * Mounts, SSH, git and mitm options (daemon/session-extras.c): what the session derives
+ * from what session.start asked for (struct up_session_asked), and what the renderer gets
+ * (`out`). Owned by struct up_session_opts.
  */
 struct up_session_extra {
-	json_t *add_dir, *mount_rw, *mount_ro; /* absolute host paths, as given */
-	json_t *mitm_ca_cert;		       /* absolute PEM file paths */
-	json_t *git_rewrite;		       /* hosts, checked */
-	json_t *kube_context;		       /* --kube-context names, in order */
-	char *kubeconfig;	      /* their kubeconfig(s), a colon list; NULL: the daemon's */
+	char *kubeconfig; /* --kube-context's kubeconfig(s), a colon list; NULL: the daemon's */
 	struct up_kube_exposed *kube; /* read on the thread pool; out.kube points here */
 	json_t *aws_profiles;	      /* names, checked; the agent's are added while preparing */
 	int64_t aws_expires_at;	      /* the earliest expiry of the exported credentials; 0 none */
-	bool no_git_identity;
-	bool expose_deploy;	      /* --expose-deploy-cluster */
 	char *ssh_key_dir;	      /* absolute, as given; NULL = none */
 	struct up_session_extras out; /* daemon/session-spec.h */
 };
 
 /* What session.start asked for, validated; every string owned. */
 struct up_session_opts {
-	char *agent, *mode, *cwd;
-	char *deploy_context; /* NULL: the daemon's default */
-	char *agent_runtime_class, *mitm_runtime_class;
-	char *mitm_image, *registry_image, *image, *registry;
+	char *agent, *cwd;
 	char *user, *home;
-	json_t *rules; /* --rules paths (absolute), then inline rules from config files */
-	json_t *args;  /* passthrough arguments for the agent */
-	bool no_default_rules, allow_exec, force_rebuild, allow_dns, dry_run, show_secrets, debug;
+	/* Every parameter of common/session-options.h as given (session-asked.h): rules holds
+	 * the --rules paths (absolute), then the config files' inline rules. */
+	struct up_session_asked asked;
+	/* Derived from `asked`: "" and NULL both mean not given; the default image when none. */
+	char *mode, *mitm_image, *registry_image, *image, *registry;
 	bool quiet; /* no desktop notifications (config files: notifications: false) */
 	uint64_t ttl_s, idle_s;
 	struct up_session_extra *extra; /* never NULL once filled */
@@ -123,9 +117,11 @@ const char *up_sessions_templates_error(const struct up_sessions *all);
 void up_session_attached(struct up_session *s, int delta);
 int up_session_extend(struct up_session *s, uint64_t by_s) _wur_;
 
-/* session-extras.c: the parts of `extra` that need no I/O (SSH CIDRs, git hosts), checked
- * on the loop; 0 or -EINVAL with a sentence naming the flag and the value. */
-int up_session_extra_check(struct up_session_extra *x, char *why, size_t len) _wur_;
+/* session-extras.c: the parts of the extras that need no I/O (SSH CIDRs into x->out, git
+ * hosts, list sizes), checked on the loop; 0 or -EINVAL with a sentence naming the flag and
+ * the value. */
+int up_session_extra_check(struct up_session_extra *x, const struct up_session_asked *a, char *why,
+			   size_t len) _wur_;
 struct up_session_extra *up_session_extra_free(struct up_session_extra *x);
 
 /* sessions.c: finding and listing */

@@ -580,28 +580,38 @@ const char *up_sessions_templates_error(const struct up_sessions *all)
 
 /* ---- a new session ---- */
 
+/* A field of struct up_session_asked freed, by its type in session-options.h. */
+#define ASKED_FREE_BOOL(key)
+#define ASKED_FREE_STRING(key)	 free(a->key);
+#define ASKED_FREE_DURATION(key) free(a->key);
+#define ASKED_FREE_PATH(key)	 free(a->key);
+#define ASKED_FREE_PATHS(key)	 json_decref(a->key);
+#define ASKED_FREE_RULES(key)	 json_decref(a->key);
+#define ASKED_FREE_WORDS(key)	 json_decref(a->key);
+#define ASKED_FREE_ARGS(key)	 json_decref(a->key);
+#define ASKED_FREE_SPLIT(key)	 json_decref(a->key);
+#define ASKED_FREE_MODE(key)
+#define ASKED_FREE_LOCAL(key)
+
+void up_session_asked_done(struct up_session_asked *a)
+{
+#define XX(flag, short_name, key, type, where, value, help, label, trust) \
+	UP_IF_PARAM_##where(ASKED_FREE_##type(key))
+	UP_SESSION_OPTIONS(XX)
+#undef XX
+	*a = (struct up_session_asked){0};
+}
+
 void up_session_opts_done(struct up_session_opts *o)
 {
-	char **strs[] = {&o->agent,
-			 &o->mode,
-			 &o->cwd,
-			 &o->deploy_context,
-			 &o->agent_runtime_class,
-			 &o->mitm_runtime_class,
-			 &o->mitm_image,
-			 &o->registry_image,
-			 &o->image,
-			 &o->registry,
-			 &o->user,
-			 &o->home};
+	char **strs[] = {&o->agent, &o->mode,	  &o->cwd,  &o->mitm_image, &o->registry_image,
+			 &o->image, &o->registry, &o->user, &o->home};
 
 	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;
 	}
-	json_decref(o->rules);
-	json_decref(o->args);
-	o->rules = o->args = NULL;
+	up_session_asked_done(&o->asked);
 	o->extra = up_session_extra_free(o->extra);
 }
 
@@ -620,7 +630,7 @@ int up_sessions_start(struct up_sessions *all, struct up_session_opts *o,
 	s->o = *o;
 	*o = (struct up_session_opts){0};
 	(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
-	s->cluster = up_sessions_cluster(all, s->o.deploy_context);
+	s->cluster = up_sessions_cluster(all, s->o.asked.deploy_context);
 	r = up_session_begin(s, obs, starter);
 	if (r < 0) {
 		up_session_free(s);

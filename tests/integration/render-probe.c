@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 		.home = "/home/u",
 		.agent_image = "localhost:5000/agent-uplink-claude:0123abcd",
 		.mitm_image = "mitmproxy/mitmproxy:12.1.1",
-		.allow_dns = dns,
+		.asked = {.allow_dns = dns},
 		.rules = rules,
 		.ca_cert_pem = ca->cert_pem,
 		.ca_key_pem = ca->key_pem,

@@ -40,8 +40,6 @@ static struct up_session_extras *extras_new(void)
 		.ssh_cidrs = json_pack("[s, s]", "10.1.0.0/16", "2001:db8::/32"),
 		.gitconfig = strdup(GIT_INC),
 		.mitm_ca_pem = strdup(CA_PEM),
-		.mitm_insecure = true,
-		.mitm_debug = true,
 		.aws_ini = strdup(AWS_INI),
 		.aws_creds_json = strdup(AWS_MAP),
 	};
@@ -198,7 +196,7 @@ static void test_mitm_quiet_and_lazy(void **state)
 	assert_true(has_arg(objs, "flow_detail=0"));
 	assert_true(has_arg(objs, "termlog_verbosity=error"));
 	json_decref(objs);
-	x->mitm_debug = true;
+	s.asked.mitm_insecure = s.asked.mitm_debug = true; /* as uplink run's flags */
 	s.extras = x;
 	objs = render(&s);
 	assert_true(has_arg(objs, "flow_detail=3") && has_arg(objs, "termlog_verbosity=debug"));
@@ -240,6 +238,7 @@ static void test_extras_table(void **state)
 	json_t *objs;
 
 	s.extras = x;
+	s.asked.mitm_insecure = s.asked.mitm_debug = true;
 	objs = render(&s);
 	for (size_t i = 0; i < sizeof(extras_rows) / sizeof(extras_rows[0]); i++)
 		check_row(objs, &extras_rows[i]);
@@ -256,7 +255,7 @@ static void test_extras_table(void **state)
 	assert_string_equal(json_string_value(at(sec, "data.creds~json")), "e30=");
 	json_decref(objs);
 	/* none of it without the flags */
-	x->mitm_insecure = x->mitm_debug = false;
+	s.asked.mitm_insecure = s.asked.mitm_debug = false;
 	free(x->mitm_ca_pem);
 	x->mitm_ca_pem = NULL;
 	objs = render(&s);

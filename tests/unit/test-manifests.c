@@ -270,7 +270,7 @@ static void test_order_labels_and_pods(void **state)
 static void test_allow_dns_and_runtime_classes(void **state)
 {
 	struct up_session_spec s = base_spec();
-	s.allow_dns = true;
+	s.asked.allow_dns = true;
 	s.agent_runtime_class = "kata-qemu";
 	s.mitm_runtime_class = "kata-clh";
 	json_t *objs = render(&s);

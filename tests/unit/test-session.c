@@ -370,8 +370,8 @@ static struct up_session *start(struct world *w, const char *image)
 	s->o.cwd = strdup("/home/tester/project");
 	s->o.user = strdup("tester");
 	s->o.home = strdup("/home/tester");
-	s->o.rules = json_array();
-	s->o.args = json_array();
+	s->o.asked.rules = json_array();
+	s->o.asked.args = json_array();
 	s->o.quiet = true;
 	s->o.ttl_s = 3600;
 	s->o.image = image ? strdup(image) : NULL;
