@@ -152,11 +152,12 @@ const struct up_command up_commands[] = {
 	 "mitm_runtime_class, mitmproxy_image, registry_image, image, registry, ttl,\n"
 	 "idle_timeout, allow_dns, notifications, args (or claude_args), add_dir, mount_rw,\n"
 	 "mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, mitm_ca_cert,\n"
-	 "mitm_insecure, mitm_debug, kube_context, kubeconfig. Lists add to the flag's items;\n"
-	 "relative paths are relative to the config file's folder. A project's file (between the\n"
-	 "cwd and home: a repository can bring one) cannot set allow_exec; its placeholders and\n"
-	 "the keys that widen the agent's reach apply only once you trust it (uplink trust):\n"
-	 "each such file is listed with what it asks for and whether it is trusted.\n"
+	 "mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles. Lists add to the\n"
+	 "flag's items; relative paths are relative to the config file's folder. A project's\n"
+	 "file (between the cwd and home: a repository can bring one) cannot set allow_exec; its\n"
+	 "placeholders and the keys that widen the agent's reach apply only once you trust it\n"
+	 "(uplink trust): each such file is listed with what it asks for and whether it is\n"
+	 "trusted.\n"
 	 "\n",
 	 "\n"
 	 "Exit status: 5 when a project's file needs trusting before uplink run takes it.\n",

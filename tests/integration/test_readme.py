@@ -47,3 +47,37 @@ def test_readme_documents_every_command_as_its_help_says():
                              "refresh it with UPLINK_README_UPDATE=1 (see this file)")
     for cmd in commands():
         assert f"#### `uplink {cmd}`" in text
+
+
+# A row of common/session-options.h: XX("flag", short, key, TYPE, WHERE, ... trust)
+OPTION_ROW = re.compile(r'^\s*XX\("[^"]*", (?:0|\'.\'), (\w+), (\w+), (\w+),(.*?)\)(?: \\)?$',
+                        re.M | re.S)
+
+
+def option_rows():
+    text = (ROOT / "common" / "session-options.h").read_text()
+    table = text.split("#define UP_SESSION_OPTIONS(XX)", 1)[1].split("/* clang-format on */")[0]
+    rows = []
+    for chunk in re.split(r"\n(?=\s*XX\()", table):
+        m = OPTION_ROW.match(chunk.strip("\n"))
+        if m:
+            key, kind, where, rest = m.groups()
+            widens = not re.search(r",\s*NULL\)?\s*\\?\s*$", rest.rstrip(") \\\n"))
+            rows.append((key, kind, where, widens))
+    return rows
+
+
+def test_help_names_every_config_key_of_the_options_table():
+    """`uplink config show` and `uplink trust` list the config keys in their help by hand:
+    a row added to common/session-options.h must be named there too."""
+    rows = option_rows()
+    assert len(rows) > 30, "cannot read the rows of common/session-options.h"
+    keys = [r for r in rows if r[0] != "_" and r[2] in ("CONFIG", "FLAG_CONFIG",
+                                                        "PARAM_CONFIG", "ALL")]
+    shown, trust = help_text("config", "show"), help_text("trust")
+    missing = [k for k, *_ in keys if not re.search(rf"\b{k}\b", shown)]
+    assert missing == [], f"uplink config show --help does not name the keys {missing}"
+    widening = [k for k, _, _, widens in keys if widens]
+    assert "mitm_insecure" in widening and "mode" not in widening
+    missing = [k for k in widening if not re.search(rf"\b{k}\b", trust)]
+    assert missing == [], f"uplink trust --help does not name the keys {missing} that need trust"
