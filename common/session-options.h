@@ -5,9 +5,11 @@
  * The one table of a session's options: each row is an option of `uplink run`, a
  * session.start parameter, a config file key, or all three. It generates the client's
  * option table and its help lines (client/cmd-session.c), the daemon's parameter struct
- * and table (daemon/rpc-session.c), and the config keys, the struct they fill and what a
- * project's file needs trust for (daemon/config-file.c, config-file.h). Adding an option
- * is one row here, then the code where it takes effect.
+ * and table (daemon/rpc-session.c), the session's copy of what was asked, which the
+ * renderer reads too (daemon/session-asked.h), and the config keys, the struct they fill
+ * and what a project's file needs trust for (daemon/config-file.c, config-file.h). Adding
+ * an option is one row here, then the code where it takes effect (docs/architecture.md,
+ * "Where to add things").
  *
  * XX(flag, short, key, type, where, value, help, label, trust)
  *   flag   the long flag of `uplink run`, without "--" ("" when it is no flag)
