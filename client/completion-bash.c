@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The bash (and, in completion-shells.c, zsh and fish) completion scripts. Each is a fixed
+ * The bash and zsh (and, in completion-shells.c, fish) completion scripts. Each is a fixed
  * engine plus the command table's model printed as data: per command, its options, the
  * kind of value each one takes, and its positional arguments. Words known only at
  * completion time come from `uplink completion --words sessions` and kubectl's contexts,
@@ -49,36 +49,36 @@ bool comp_has_subs(const struct comp_cmd *cmds, size_t n, const char *first)
 	return false;
 }
 
-static void print_bash_subs(FILE *f, const struct comp_cmd *cmds, size_t n)
+static void print_subs(FILE *f, const struct comp_cmd *cmds, size_t n, const struct comp_syntax *sx)
 {
-	fprintf(f, "_uplink_subs() {\n\tcase $1 in\n");
+	fputs(sx->subs_head, f);
 	for (size_t i = 0; i < n; i++) {
 		bool first_seen = false;
 		for (size_t j = 0; j < i; j++)
 			first_seen |= streq(cmds[j].first, cmds[i].first);
 		if (first_seen || !comp_has_subs(cmds, n, cmds[i].first))
 			continue;
-		fprintf(f, "\t%s) echo '", cmds[i].first);
+		fprintf(f, "%s%s%s", sx->sub_open, cmds[i].first, sx->sub_mid);
 		comp_print_subs_of(f, cmds, n, cmds[i].first);
-		fprintf(f, "' ;;\n");
+		fputs(sx->sub_close, f);
 	}
 	fprintf(f, "\tesac\n}\n\n");
 }
 
-static void print_bash_spec(FILE *f, const struct comp_cmd *c)
+static void print_spec(FILE *f, const struct comp_cmd *c, const struct comp_syntax *sx)
 {
-	fprintf(f, "\t'%s%s%s')\n\t\t_u_opts='", c->first, *c->sub ? " " : "", c->sub);
+	fprintf(f, "%s%s%s%s%s", sx->spec_open, c->first, *c->sub ? " " : "", c->sub, sx->opts);
 	for (size_t i = 0; i < c->n_opts; i++)
 		fprintf(f, "%s%s", i ? " " : "", c->opts[i].name);
-	fprintf(f, "'\n\t\t_u_vals='");
+	fputs(sx->vals, f);
 	for (size_t i = 0, k = 0; i < c->n_opts; i++)
 		if (c->opts[i].takes_value)
 			fprintf(f, "%s%s=%s", k++ ? " " : "", c->opts[i].name,
 				comp_kind_word(&c->opts[i].value));
-	fprintf(f, "'\n\t\t_u_pos='");
+	fputs(sx->pos, f);
 	for (size_t i = 0; i < c->n_pos; i++)
 		fprintf(f, "%s%s", i ? " " : "", comp_kind_word(&c->pos[i]));
-	fprintf(f, "' _u_rep='%s' ;;\n", c->pos_repeats ? "1" : "");
+	fprintf(f, "%s%s' ;;\n", sx->rep, c->pos_repeats ? "1" : "");
 }
 
 static const char bash_engine[] =
@@ -162,22 +162,65 @@ static const char bash_engine[] =
 	"}\n\n"
 	"complete -F _uplink uplink\n";
 
-int comp_print_bash(FILE *f, const struct comp_cmd *cmds, size_t n)
+static int print_script(FILE *f, const struct comp_cmd *cmds, size_t n,
+			const struct comp_syntax *sx)
 {
-	fprintf(f,
-		"# bash completion for uplink %s, printed by `uplink completion bash` from its\n"
-		"# command table. Install it where bash-completion looks:\n"
-		"#   uplink completion bash > "
-		"\"${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions/uplink\"\n"
-		"# or, for this shell only:  source <(uplink completion bash)\n\n",
-		UPLINK_VERSION);
-	fprintf(f, "_uplink_commands='");
+	fprintf(f, "%s%s", sx->head, sx->words_open);
 	comp_print_first_words(f, cmds, n);
-	fprintf(f, "'\n\n");
-	print_bash_subs(f, cmds, n);
+	fputs(sx->words_close, f);
+	print_subs(f, cmds, n, sx);
 	fprintf(f, "_uplink_spec() {\n\tcase $1 in\n");
 	for (size_t i = 0; i < n; i++)
-		print_bash_spec(f, &cmds[i]);
-	fprintf(f, "\t*) return 1 ;;\n\tesac\n}\n\n%s", bash_engine);
+		print_spec(f, &cmds[i], sx);
+	fprintf(f, "%s\n\tesac\n}\n\n%s", sx->spec_default, sx->engine);
 	return ferror(f) ? -EIO : 0;
+}
+
+static const char bash_head[] =
+	"# bash completion for uplink " UPLINK_VERSION ", printed by `uplink completion bash` from "
+	"its\n"
+	"# command table. Install it where bash-completion looks:\n"
+	"#   uplink completion bash > "
+	"\"${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions/uplink\"\n"
+	"# or, for this shell only:  source <(uplink completion bash)\n\n";
+
+/* head, words_open, words_close; subs_head, sub_open, sub_mid, sub_close; spec_open, opts,
+ * vals, pos, rep, spec_default; engine */
+static const struct comp_syntax bash_syntax = {bash_head,
+					       "_uplink_commands='",
+					       "'\n\n",
+					       "_uplink_subs() {\n\tcase $1 in\n",
+					       "\t",
+					       ") echo '",
+					       "' ;;\n",
+					       "\t'",
+					       "')\n\t\t_u_opts='",
+					       "'\n\t\t_u_vals='",
+					       "'\n\t\t_u_pos='",
+					       "' _u_rep='",
+					       "\t*) return 1 ;;",
+					       bash_engine};
+static const struct comp_syntax zsh_syntax = {comp_zsh_head,
+					      "_uplink_commands=(",
+					      ")\n\n",
+					      "_uplink_subs() {\n\treply=()\n\tcase $1 in\n",
+					      "\t(",
+					      ") reply=(",
+					      ") ;;\n",
+					      "\t('",
+					      "')\n\t\tu_opts=(",
+					      ")\n\t\tu_vals=(",
+					      ")\n\t\tu_pos=(",
+					      ") u_rep='",
+					      "\t(*) return 1 ;;",
+					      comp_zsh_engine};
+
+int comp_print_bash(FILE *f, const struct comp_cmd *cmds, size_t n)
+{
+	return print_script(f, cmds, n, &bash_syntax);
+}
+
+int comp_print_zsh(FILE *f, const struct comp_cmd *cmds, size_t n)
+{
+	return print_script(f, cmds, n, &zsh_syntax);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The zsh and fish completion scripts, from the same model as bash's (completion-bash.c). */
+/* zsh's header and engine (completion-bash.c prints its script as bash's) and the fish
+ * completion script, from the same model. */
 #include <errno.h>
 #include <string.h>
 
@@ -8,39 +9,7 @@
 
 /* ------------------------------------------------------------------------------ zsh */
 
-static void print_zsh_words(FILE *f, const struct comp_cmd *c)
-{
-	fprintf(f, "\t('%s%s%s')\n\t\tu_opts=(", c->first, *c->sub ? " " : "", c->sub);
-	for (size_t i = 0; i < c->n_opts; i++)
-		fprintf(f, "%s%s", i ? " " : "", c->opts[i].name);
-	fprintf(f, ")\n\t\tu_vals=(");
-	for (size_t i = 0, k = 0; i < c->n_opts; i++)
-		if (c->opts[i].takes_value)
-			fprintf(f, "%s%s=%s", k++ ? " " : "", c->opts[i].name,
-				comp_kind_word(&c->opts[i].value));
-	fprintf(f, ")\n\t\tu_pos=(");
-	for (size_t i = 0; i < c->n_pos; i++)
-		fprintf(f, "%s%s", i ? " " : "", comp_kind_word(&c->pos[i]));
-	fprintf(f, ") u_rep='%s' ;;\n", c->pos_repeats ? "1" : "");
-}
-
-static void print_zsh_subs(FILE *f, const struct comp_cmd *cmds, size_t n)
-{
-	fprintf(f, "_uplink_subs() {\n\treply=()\n\tcase $1 in\n");
-	for (size_t i = 0; i < n; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < i; j++)
-			seen |= streq(cmds[j].first, cmds[i].first);
-		if (seen || !comp_has_subs(cmds, n, cmds[i].first))
-			continue;
-		fprintf(f, "\t(%s) reply=(", cmds[i].first);
-		comp_print_subs_of(f, cmds, n, cmds[i].first);
-		fprintf(f, ") ;;\n");
-	}
-	fprintf(f, "\tesac\n}\n\n");
-}
-
-static const char zsh_engine[] =
+const char comp_zsh_engine[] =
 	"_uplink_kind_of() {\n"
 	"\tlocal v\n"
 	"\tfor v in $u_vals; do\n"
@@ -116,26 +85,13 @@ static const char zsh_engine[] =
 	"\tcompdef _uplink uplink\n"
 	"fi\n";
 
-int comp_print_zsh(FILE *f, const struct comp_cmd *cmds, size_t n)
-{
-	fprintf(f,
-		"#compdef uplink\n"
-		"# zsh completion for uplink %s, printed by `uplink completion zsh` from its "
-		"command\n"
-		"# table. Install it as _uplink in a folder of $fpath (install.sh uses\n"
-		"# PREFIX/share/zsh/site-functions), or for this shell only (after compinit):\n"
-		"#   source <(uplink completion zsh)\n\n",
-		UPLINK_VERSION);
-	fprintf(f, "_uplink_commands=(");
-	comp_print_first_words(f, cmds, n);
-	fprintf(f, ")\n\n");
-	print_zsh_subs(f, cmds, n);
-	fprintf(f, "_uplink_spec() {\n\tcase $1 in\n");
-	for (size_t i = 0; i < n; i++)
-		print_zsh_words(f, &cmds[i]);
-	fprintf(f, "\t(*) return 1 ;;\n\tesac\n}\n\n%s", zsh_engine);
-	return ferror(f) ? -EIO : 0;
-}
+const char comp_zsh_head[] =
+	"#compdef uplink\n"
+	"# zsh completion for uplink " UPLINK_VERSION ", printed by `uplink completion zsh` from "
+	"its command\n"
+	"# table. Install it as _uplink in a folder of $fpath (install.sh uses\n"
+	"# PREFIX/share/zsh/site-functions), or for this shell only (after compinit):\n"
+	"#   source <(uplink completion zsh)\n\n";
 
 /* ----------------------------------------------------------------------------- fish */
 

@@ -61,6 +61,22 @@ void comp_print_first_words(FILE *f, const struct comp_cmd *cmds, size_t n);
 void comp_print_subs_of(FILE *f, const struct comp_cmd *cmds, size_t n, const char *first);
 bool comp_has_subs(const struct comp_cmd *cmds, size_t n, const char *first);
 
+/*
+ * How bash's and zsh's scripts spell the model (completion-bash.c prints either): a header,
+ * the command words (words_open ... words_close), a `case`
+ * of the commands with subcommands (subs_head, then per command sub_open NAME sub_mid SUBS
+ * sub_close), a `case` arm per command (spec_open WORDS opts OPTIONS vals VALUES pos
+ * POSITIONALS rep REPEATS' ;;) ending in spec_default, then the fixed engine.
+ */
+struct comp_syntax {
+	const char *head, *words_open, *words_close;
+	const char *subs_head, *sub_open, *sub_mid, *sub_close;
+	const char *spec_open, *opts, *vals, *pos, *rep, *spec_default;
+	const char *engine;
+};
+/* zsh's header and engine (completion-shells.c), for comp_print_zsh(). */
+extern const char comp_zsh_head[], comp_zsh_engine[];
+
 /* The scripts, from every command in the table. */
 int comp_print_bash(FILE *f, const struct comp_cmd *cmds, size_t n);
 int comp_print_zsh(FILE *f, const struct comp_cmd *cmds, size_t n);
