@@ -6,7 +6,18 @@
 #include "config.h"
 #include "protocol.h"
 
-/* Each command's options, in help order (every command also takes -h, --help). */
+/* Each command's options, in help order (every command also takes -h, --help). Rows and
+ * lists several commands share come first. */
+/* clang-format off */
+#define OPT_JSON_ANSWER {"json", 0, NULL, "print the daemon's answer as JSON", NULL}
+#define OPT_KUBECONFIG \
+	{"kubeconfig", 0, "PATHS", \
+	 "kubeconfig files, ':'-separated (default $KUBECONFIG or\n" "~/.kube/config)", NULL}
+/* clang-format on */
+/* status, config show */
+static const struct up_option json_options[] = {OPT_JSON_ANSWER, {0}};
+/* untrust, rules lint: --json, not in the help */
+static const struct up_option json_unlisted_options[] = {{"json", 0, NULL, NULL, NULL}, {0}};
 static const struct up_option list_options[] = {
 	{"all", 'a', NULL, "also sessions that have ended, and foreign namespaces being deleted",
 	 "--all"},
@@ -32,21 +43,9 @@ static const struct up_option logs_options[] = {
 	{"json", 0, NULL, "the raw audit lines", NULL},
 	{0},
 };
-static const struct up_option status_options[] = {
-	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
-	{0},
-};
-static const struct up_option config_show_options[] = {
-	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
-	{0},
-};
 static const struct up_option trust_options[] = {
 	{"list", 0, NULL, "show the trusted files, each trusted, changed or missing now", NULL},
-	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
-	{0},
-};
-static const struct up_option untrust_options[] = {
-	{"json", 0, NULL, NULL, NULL},
+	OPT_JSON_ANSWER,
 	{0},
 };
 static const struct up_option doctor_options[] = {
@@ -54,10 +53,7 @@ static const struct up_option doctor_options[] = {
 	 "the kubeconfig context to deploy to (default local-k8s-admin;\n"
 	 "'' for the current-context)",
 	 NULL},
-	{"kubeconfig", 0, "PATHS",
-	 "kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
-	 "~/.kube/config)",
-	 NULL},
+	OPT_KUBECONFIG,
 	{"agent-runtime-class", 0, "NAME", "the RuntimeClass agent pods use (default kata-clh)",
 	 NULL},
 	{"json", 0, NULL, "print the checks as JSON", NULL},
@@ -71,15 +67,8 @@ static const struct up_option rules_check_options[] = {
 	 "add the kube rule of this kubeconfig context, as uplink run\n"
 	 "--kube-context does; repeat for more",
 	 NULL},
-	{"kubeconfig", 0, "PATHS",
-	 "kubeconfig files, ':'-separated (default $KUBECONFIG or\n"
-	 "~/.kube/config)",
-	 NULL},
-	{"json", 0, NULL, "print the daemon's answer as JSON", NULL},
-	{0},
-};
-static const struct up_option rules_lint_options[] = {
-	{"json", 0, NULL, NULL, NULL},
+	OPT_KUBECONFIG,
+	OPT_JSON_ANSWER,
 	{0},
 };
 static const struct up_option rules_render_options[] = {
@@ -138,7 +127,7 @@ const struct up_command up_commands[] = {
 	 "Works after the session ended too (the log is kept on the host).\n",
 	 logs_options, 14},
 	{"status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
-	 "[--json]", "", "", status_options, 10},
+	 "[--json]", "", "", json_options, 10},
 	{"config show", up_cmd_config_show,
 	 "Show the merged config files and where each value came from.", "[--json]",
 	 "Reads ~/.config/uplink/config.yaml ($XDG_CONFIG_HOME) and the .uplink.yaml (or\n"
@@ -161,7 +150,7 @@ const struct up_command up_commands[] = {
 	 "\n",
 	 "\n"
 	 "Exit status: 5 when a project's file needs trusting before uplink run takes it.\n",
-	 config_show_options, 10},
+	 json_options, 10},
 	{"trust", up_cmd_trust,
 	 "Trust a project's config file: its credentials and reach may then apply.",
 	 "[FILE...] [--list] [--json]",
@@ -189,7 +178,7 @@ const struct up_command up_commands[] = {
 	 "FILE... [--json]",
 	 "Removes each FILE from the trust store; uplink run refuses it again while it asks for\n"
 	 "what needs trust. Exit status 1 if a FILE was not trusted.\n",
-	 "", untrust_options, 0},
+	 "", json_unlisted_options, 0},
 	{"doctor", up_cmd_doctor, "Check what a session needs, and say how to fix what is missing.",
 	 "[--deploy-context NAME] [--kubeconfig PATHS] [--agent-runtime-class NAME] [--json]", "",
 	 "\n"
@@ -212,7 +201,7 @@ const struct up_command up_commands[] = {
 	{"rules lint", up_cmd_rules_lint, "Validate rules files and print every problem.",
 	 "[--json] FILE...",
 	 "Each problem reads FILE:LINE:COL: rule 'NAME': what is wrong. Exit status 1 if any.\n",
-	 "", rules_lint_options, 0},
+	 "", json_unlisted_options, 0},
 	{"rules render", up_cmd_rules_render, "Print the JSON the proxy would get.",
 	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--show-secrets] [AGENT [MODE]]",
 	 "Header values are shown as <redacted> unless --show-secrets.\n", "", rules_render_options,
