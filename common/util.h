@@ -33,6 +33,30 @@ static inline void freep(void *p)
 	free(*(void **)p);
 }
 
+/* A heap copy of the `n` bytes at `p`, or NULL when out of memory. */
+static inline void *up_memdup(const void *p, size_t n)
+{
+	void *q = malloc(n);
+
+	return q ? memcpy(q, p, n) : NULL;
+}
+
+/*
+ * A heap object of `type` set from designated initialisers, every other field zero, or NULL
+ * when out of memory: allocation and initialisation in one step, so a constructor reads
+ *   struct up_cluster_wait *w = up_new(struct up_cluster_wait, .fn = fn, .ud = ud);
+ */
+#define up_new(type, ...) ((type *)up_memdup(&(type){__VA_ARGS__}, sizeof(type)))
+
+/* Frees each of the `n` pointers (systemd's free_many()); up_free_all(a, b, c) lists them. */
+static inline void up_free_many(void *const *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(p[i]);
+}
+#define up_free_all(...) \
+	up_free_many((void *const[]){__VA_ARGS__}, ELEMENTSOF(((void *const[]){__VA_ARGS__})))
+
 static inline void closep(int *fd)
 {
 	if (*fd >= 0) {

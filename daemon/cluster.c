@@ -133,13 +133,11 @@ static void wake_waiters(struct up_cluster *c, bool closing)
 int up_cluster_wait(struct up_cluster *c, up_cluster_wait_fn fn, void *ud,
 		    struct up_cluster_wait **ret)
 {
-	struct up_cluster_wait *w = calloc(1, sizeof(*w));
+	struct up_cluster_wait *w = up_new(struct up_cluster_wait, .fn = fn, .ud = ud);
 	int r;
 
 	if (!w)
 		return -ENOMEM;
-	w->fn = fn;
-	w->ud = ud;
 	r = uv_timer_init(c->loop, &w->timer);
 	if (r < 0) {
 		free(w);
@@ -292,16 +290,14 @@ static void on_loaded(int r, const char *error, struct up_kube_context *ctx, voi
 int up_cluster_new(uv_loop_t *loop, const char *kubeconfig, const char *context,
 		   struct up_cluster **ret)
 {
-	struct up_cluster *c = calloc(1, sizeof(*c));
+	struct up_cluster *c =
+		up_new(struct up_cluster, .loop = loop, .state = CLUSTER_LOADING, .loading = true);
 	int r;
 
 	if (!c)
 		return -ENOMEM;
-	c->loop = loop;
 	up_list_init(&c->waits);
 	c->context = context ? strdup(context) : NULL;
-	c->state = CLUSTER_LOADING;
-	c->loading = true;
 	r = up_kubeconfig_load_async(loop, kubeconfig, context, on_loaded, c);
 	if (r < 0) {
 		free(c->context);

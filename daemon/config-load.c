@@ -127,11 +127,7 @@ static void job_free(struct job *j)
 	json_decref(j->problems);
 	json_decref(j->files);
 	json_decref(j->result);
-	free(j->home);
-	free(j->config_home);
-	free(j->cwd);
-	free(j->ud);
-	free(j);
+	up_free_all(j->home, j->config_home, j->cwd, j->ud, j);
 }
 
 static void job_cancel(struct up_request *req, void *ud)

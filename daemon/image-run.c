@@ -121,16 +121,14 @@ int up_image_run_start(uv_loop_t *loop, char *const *argv, char *const *env, uin
 		       up_image_run_line_fn line, up_image_run_exit_fn exit, void *ud,
 		       struct up_image_run **ret)
 {
-	struct up_image_run *r = calloc(1, sizeof(*r));
+	struct up_image_run *r =
+		up_new(struct up_image_run, .line_cb = line, .exit_cb = exit, .ud = ud);
 	uv_stdio_container_t stdio[3];
 	uv_process_options_t opts = {0};
 	int k;
 
 	if (!r)
 		return -ENOMEM;
-	r->line_cb = line;
-	r->exit_cb = exit;
-	r->ud = ud;
 	r->out.run = r->err.run = r;
 	(void)uv_pipe_init(loop, &r->out.pipe, 0);
 	(void)uv_pipe_init(loop, &r->err.pipe, 0);

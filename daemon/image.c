@@ -114,17 +114,10 @@ static char **strv_copy(const char *const *v)
 
 static void job_free(struct up_image_job *j)
 {
-	free(j->context_dir);
-	free(j->dockerfile);
-	free(j->repository);
-	free(j->registry_url);
-	free(j->log_path);
-	free(j->docker);
 	strv_free(j->env);
 	strv_free(j->build_args);
-	free(j->ref);
-	free(j->error);
-	free(j);
+	up_free_all(j->context_dir, j->dockerfile, j->repository, j->registry_url, j->log_path,
+		    j->docker, j->ref, j->error, j);
 }
 
 static void set_state(struct up_image_job *j, enum job_state s)

@@ -326,7 +326,7 @@ static int build_env(const struct up_kube_context *ctx, char ***ret)
 int up_kube_exec_run(uv_loop_t *loop, const struct up_kube_context *ctx, up_exec_cred_fn cb,
 		     void *ud)
 {
-	struct run *r = calloc(1, sizeof(*r));
+	struct run *r = up_new(struct run, .loop = loop, .cb = cb, .ud = ud);
 	uv_stdio_container_t stdio[3];
 	uv_process_options_t opts = {0};
 	char **env = NULL;
@@ -334,9 +334,6 @@ int up_kube_exec_run(uv_loop_t *loop, const struct up_kube_context *ctx, up_exec
 
 	if (!r)
 		return -ENOMEM;
-	r->loop = loop;
-	r->cb = cb;
-	r->ud = ud;
 	r->api_version = strdup(ctx->exec->api_version);
 	r->hint = ctx->exec->install_hint ? strdup(ctx->exec->install_hint) : NULL;
 	(void)snprintf(r->cmd, sizeof(r->cmd), "'%s' (user '%s' of %s)", ctx->exec->argv[0],

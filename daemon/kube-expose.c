@@ -24,13 +24,7 @@ struct up_kube_exposed *up_kube_exposed_new(void)
 
 static void ctx_done(struct up_kube_exposed_ctx *x)
 {
-	free(x->name);
-	free(x->cluster);
-	free(x->user);
-	free(x->namespace);
-	free(x->server);
-	free(x->host);
-	free(x->ca_pem);
+	up_free_all(x->name, x->cluster, x->user, x->namespace, x->server, x->host, x->ca_pem);
 	if (x->token)
 		up_free_secret(x->token, strlen(x->token));
 	if (x->client_pem)

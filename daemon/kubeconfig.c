@@ -558,25 +558,16 @@ struct up_kube_context *up_kube_context_free(struct up_kube_context *c)
 {
 	if (!c)
 		return NULL;
-	free(c->name);
-	free(c->file);
-	free(c->cluster);
-	free(c->user);
-	free(c->namespace);
-	free(c->server);
-	free(c->tls_server_name);
-	free(c->ca_pem);
-	free(c->cert_pem);
+	up_free_all(c->name, c->file, c->cluster, c->user, c->namespace, c->server,
+		    c->tls_server_name, c->ca_pem, c->cert_pem);
 	up_free_secret(c->key_pem, c->key_len);
 	if (c->token)
 		up_free_secret(c->token, strlen(c->token));
 	free(c->token_file);
 	if (c->exec) {
-		free(c->exec->api_version);
 		strv_free(c->exec->argv);
 		strv_free(c->exec->env);
-		free(c->exec->install_hint);
-		free(c->exec);
+		up_free_all(c->exec->api_version, c->exec->install_hint, c->exec);
 	}
 	free(c);
 	return NULL;

@@ -108,10 +108,7 @@ static void call_free(struct rules_call *c)
 	free(c->kubeconfig);
 	json_decref(c->problems);
 	json_decref(c->lint);
-	free(c->cwd);
-	free(c->agent);
-	free(c->mode);
-	free(c);
+	up_free_all(c->cwd, c->agent, c->mode, c);
 }
 
 /* Relative paths are the client's: resolve them against its cwd. */
@@ -412,14 +409,11 @@ static int check_request(struct rules_call *c, const struct rules_params *p)
 static int start(struct up_request *req, struct rules_params *p, struct up_manager *m,
 		 enum call_kind kind)
 {
-	struct rules_call *c = calloc(1, sizeof(*c));
+	struct rules_call *c = up_new(struct rules_call, .req = req, .m = m, .kind = kind);
 	int r;
 
 	if (!c)
 		return -ENOMEM;
-	c->req = req;
-	c->m = m;
-	c->kind = kind;
 	c->work.data = c;
 	r = kind == CALL_CHECK ? check_request(c, p) : 1;
 	if (r > 0)

@@ -34,14 +34,12 @@ struct write_req {
 
 int up_server_new(uv_loop_t *loop, struct up_rpc *rpc, struct up_server **ret)
 {
-	struct up_server *s = calloc(1, sizeof(*s));
+	struct up_server *s =
+		up_new(struct up_server, .loop = loop, .rpc = rpc, .listener_closed = true);
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	s->loop = loop;
-	s->rpc = rpc;
-	s->listener_closed = true;
 	up_list_init(&s->conns);
 	r = uv_pipe_init(loop, &s->listener, 0);
 	if (r < 0) {

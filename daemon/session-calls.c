@@ -127,13 +127,11 @@ enum call_kind { CALL_APPLY, CALL_DELETE, CALL_GET };
 static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, const char *path,
 			session_done_fn done)
 {
-	struct scall *c = calloc(1, sizeof(*c));
+	struct scall *c = up_new(struct scall, .s = s, .done = done);
 	int r;
 
 	if (!c)
 		return -ENOMEM;
-	c->s = s;
-	c->done = done;
 	r = track(s, c);
 	if (r >= 0 && kind == CALL_APPLY)
 		r = s->ops->apply(s, obj, on_call, c, &c->call);

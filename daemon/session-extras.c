@@ -32,14 +32,10 @@ struct up_session_extra *up_session_extra_free(struct up_session_extra *x)
 	json_decref(x->aws_profiles);
 	if (x->out.aws_creds_json)
 		up_free_secret(x->out.aws_creds_json, strlen(x->out.aws_creds_json));
-	free(x->out.aws_ini);
 	json_decref(x->out.mounts);
 	json_decref(x->out.ssh_cidrs);
-	free(x->out.gitconfig);
-	free(x->out.mitm_ca_pem);
 	up_ssh_keys_done(&x->out.ssh);
-	free(x->ssh_key_dir);
-	free(x);
+	up_free_all(x->out.aws_ini, x->out.gitconfig, x->out.mitm_ca_pem, x->ssh_key_dir, x);
 	return NULL;
 }
 
