@@ -3,12 +3,12 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "bounds.h"
 #include "fileio.h"
 #include "knobs.h"
@@ -192,32 +192,6 @@ static char *resolve_path(const struct kc_file *f, const char *p)
 	return out;
 }
 
-static int b64decode(const char *in, char **out, size_t *out_len)
-{
-	size_t n = strlen(in);
-	EVP_ENCODE_CTX *ctx = EVP_ENCODE_CTX_new();
-	unsigned char *buf = malloc(n / 4 * 3 + 4);
-	int len = 0, fin = 0;
-
-	if (!ctx || !buf) {
-		EVP_ENCODE_CTX_free(ctx);
-		free(buf);
-		return -ENOMEM;
-	}
-	EVP_DecodeInit(ctx);
-	if (EVP_DecodeUpdate(ctx, buf, &len, (const unsigned char *)in, (int)n) < 0 ||
-	    EVP_DecodeFinal(ctx, buf + len, &fin) < 0) {
-		EVP_ENCODE_CTX_free(ctx);
-		up_free_secret((char *)buf, n / 4 * 3 + 4);
-		return -EINVAL;
-	}
-	EVP_ENCODE_CTX_free(ctx);
-	buf[len + fin] = '\0';
-	*out = (char *)buf;
-	*out_len = (size_t)(len + fin);
-	return 0;
-}
-
 /*
  * A PEM (or token) given inline as "<key>-data" (base64) or as a file "<key>".
  * Both at once is refused, as kubectl's validation does.
@@ -234,7 +208,7 @@ static int data_or_file(struct kc_set *s, size_t fi, json_t *obj, const char *wh
 		return failf(s, "kubeconfig %s: %s sets both %s and %s; keep one",
 			     s->files[fi].path, what, data_key, file_key);
 	if (data && *data) {
-		if (b64decode(data, out, out_len) < 0)
+		if (up_base64_decode(data, strlen(data), out, out_len) < 0)
 			return failf(s, "kubeconfig %s: %s: %s is not valid base64",
 				     s->files[fi].path, what, data_key);
 		return 1;

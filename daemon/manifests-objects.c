@@ -3,11 +3,11 @@
  * the Secrets a renewal reads and writes. */
 #include <errno.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "fileio.h"
 #include "manifests-private.h"
 
@@ -100,34 +100,10 @@ json_t *up_manifests_find(const json_t *objects, const char *kind, const char *n
 int up_manifests_secret_get(const json_t *secret, const char *key, char **ret, size_t *len)
 {
 	const char *in = json_string_value(json_object_get(json_object_get(secret, "data"), key));
-	size_t n = in ? strlen(in) : 0, size = n / 4 * 3 + 4;
-	EVP_ENCODE_CTX *ctx;
-	unsigned char *buf;
-	int got = 0, fin = 0;
 
 	if (!in)
 		return -ENOENT;
-	if (n > INT_MAX / 2)
-		return -EINVAL;
-	ctx = EVP_ENCODE_CTX_new();
-	buf = malloc(size);
-	if (!ctx || !buf) {
-		EVP_ENCODE_CTX_free(ctx);
-		free(buf);
-		return -ENOMEM;
-	}
-	EVP_DecodeInit(ctx);
-	if (EVP_DecodeUpdate(ctx, buf, &got, (const unsigned char *)in, (int)n) < 0 ||
-	    EVP_DecodeFinal(ctx, buf + got, &fin) < 0) {
-		EVP_ENCODE_CTX_free(ctx);
-		up_free_secret((char *)buf, size);
-		return -EINVAL;
-	}
-	EVP_ENCODE_CTX_free(ctx);
-	buf[got + fin] = '\0';
-	*ret = (char *)buf;
-	*len = (size_t)(got + fin);
-	return 0;
+	return up_base64_decode(in, strlen(in), ret, len);
 }
 
 json_t *up_manifests_secret_reapply(const json_t *secret)
