@@ -18,43 +18,32 @@ static bool is_hex_id(const char *s)
 	return true;
 }
 
-/* DNS-1123 label: what volume, Secret and ConfigMap names here must be. */
-static bool is_dns_label(const char *s)
+#define LOWER_DIGITS "abcdefghijklmnopqrstuvwxyz0123456789"
+
+/* 1 to `max` characters of `chars`, the first and the last a letter or a digit. */
+static bool is_name(const char *s, size_t max, const char *chars)
 {
 	size_t n = s ? strlen(s) : 0;
 
-	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
-			return false;
-	return true;
+	return n > 0 && n <= max && isalnum((unsigned char)s[0]) &&
+	       isalnum((unsigned char)s[n - 1]) && strspn(s, chars) == n;
+}
+
+/* DNS-1123 label: what volume, Secret and ConfigMap names here must be. */
+static bool is_dns_label(const char *s)
+{
+	return is_name(s, 63, LOWER_DIGITS "-");
 }
 
 /* DNS-1123 subdomain (runtime class names). */
 static bool is_dns_subdomain(const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 253 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-' &&
-		    s[i] != '.')
-			return false;
-	return true;
+	return is_name(s, 253, LOWER_DIGITS "-.");
 }
 
 static bool is_label_value(const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
-			return false;
-	return true;
+	return is_name(s, 63, LOWER_DIGITS "ABCDEFGHIJKLMNOPQRSTUVWXYZ-_.");
 }
 
 /* Env names and config keys as the API server takes them: [-._a-zA-Z0-9]+. */

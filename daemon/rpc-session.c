@@ -194,11 +194,48 @@ static int check_who_where(const struct start_params *p, const struct up_session
 	return 0;
 }
 
+static bool runtime_class_ok(const char *s)
+{
+	return !*s || dns_name(s); /* "": none */
+}
+
+/* The RuntimeClasses, images and registry asked for, by flag or config key. */
+static int check_names(const struct start_params *p, const json_t *from, char *why, size_t len)
+{
+	static const char class_what[] = "is not a valid RuntimeClass name",
+			  image_what[] = "is not an image reference (or host:port): no spaces, "
+					 "quotes or backslashes";
+	const struct {
+		const char *canon, *flag, *value;
+		bool (*ok)(const char *s);
+		const char *what;
+		int shown; /* how much of a wrong value the message quotes */
+	} names[] = {
+		{"agent_runtime_class", "--agent-runtime-class", p->agent_runtime_class,
+		 runtime_class_ok, class_what, INT_MAX},
+		{"mitm_runtime_class", "--mitm-runtime-class", p->mitm_runtime_class,
+		 runtime_class_ok, class_what, INT_MAX},
+		{"image", "--image", p->image, image_ref, image_what, 200},
+		{"mitmproxy_image", "--mitmproxy-image", p->mitmproxy_image, image_ref, image_what,
+		 200},
+		{"registry_image", "--registry-image", p->registry_image, image_ref, image_what,
+		 200},
+		{"registry", "--registry", p->registry, image_ref, image_what, 200},
+	};
+	char at[512];
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (names[i].value && !names[i].ok(names[i].value))
+			return snprintf(why, len, "%s: '%.*s' %s",
+					named(from, names[i].canon, names[i].flag, at, sizeof(at)),
+					names[i].shown, names[i].value, names[i].what),
+			       -EINVAL;
+	return 0;
+}
+
 /* The paths, kubeconfigs, profiles, RuntimeClasses and images asked for. */
 static int check_sources(const struct start_params *p, const json_t *from, char *why, size_t len)
 {
-	char at[512];
-	size_t i;
 	int r;
 
 	if ((r = check_paths(p, why, len)) < 0)
@@ -220,35 +257,7 @@ static int check_sources(const struct start_params *p, const json_t *from, char 
 		       -EINVAL;
 	if ((r = up_aws_check_profiles(p->aws_profiles, why, len)) < 0)
 		return r;
-	if (p->agent_runtime_class && *p->agent_runtime_class && !dns_name(p->agent_runtime_class))
-		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
-				named(from, "agent_runtime_class", "--agent-runtime-class", at,
-				      sizeof(at)),
-				p->agent_runtime_class),
-		       -EINVAL;
-	if (p->mitm_runtime_class && *p->mitm_runtime_class && !dns_name(p->mitm_runtime_class))
-		return snprintf(why, len, "%s: '%s' is not a valid RuntimeClass name",
-				named(from, "mitm_runtime_class", "--mitm-runtime-class", at,
-				      sizeof(at)),
-				p->mitm_runtime_class),
-		       -EINVAL;
-	const struct {
-		const char *canon, *flag, *value;
-	} refs[] = {
-		{"image", "--image", p->image},
-		{"mitmproxy_image", "--mitmproxy-image", p->mitmproxy_image},
-		{"registry_image", "--registry-image", p->registry_image},
-		{"registry", "--registry", p->registry},
-	};
-	for (i = 0; i < ELEMENTSOF(refs); i++)
-		if (refs[i].value && !image_ref(refs[i].value))
-			return snprintf(why, len,
-					"%s: '%.200s' is not an image reference (or host:port): "
-					"no spaces, quotes or backslashes",
-					named(from, refs[i].canon, refs[i].flag, at, sizeof(at)),
-					refs[i].value),
-			       -EINVAL;
-	return 0;
+	return check_names(p, from, why, len);
 }
 
 /* --ttl and --idle-timeout, into `o`. */
