@@ -5,6 +5,7 @@
 #include "bounds.h"
 #include "image-private.h"
 #include "log.h"
+#include "loop-read.h"
 
 struct stream {
 	uv_pipe_t pipe;
@@ -35,15 +36,6 @@ static void on_closed(uv_handle_t *h)
 	if (!r->killed)
 		r->exit_cb(&r->result, r->ud);
 	free(r);
-}
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char slab[65536];
-
-	(void)h;
-	(void)suggested;
-	*buf = uv_buf_init(slab, sizeof(slab));
 }
 
 static void emit(struct stream *s)
@@ -159,8 +151,8 @@ int up_image_run_start(uv_loop_t *loop, char *const *argv, char *const *env, uin
 	r->open_handles = 4; /* process, timer, two pipes */
 	(void)uv_timer_init(loop, &r->timer);
 	(void)uv_timer_start(&r->timer, on_timeout, timeout_ms, 0);
-	(void)uv_read_start((uv_stream_t *)&r->out.pipe, on_alloc, on_read);
-	(void)uv_read_start((uv_stream_t *)&r->err.pipe, on_alloc, on_read);
+	(void)uv_read_start((uv_stream_t *)&r->out.pipe, up_loop_read_alloc, on_read);
+	(void)uv_read_start((uv_stream_t *)&r->err.pipe, up_loop_read_alloc, on_read);
 	return 0;
 }
 

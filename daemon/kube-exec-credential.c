@@ -12,6 +12,7 @@
 #include "bounds.h"
 #include "fileio.h"
 #include "log.h"
+#include "loop-read.h"
 
 extern char **environ;
 
@@ -207,15 +208,6 @@ static void on_closed(uv_handle_t *h)
 		run_finish(r);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char slab[16384];
-
-	(void)h;
-	(void)suggested;
-	*buf = uv_buf_init(slab, sizeof(slab));
-}
-
 static void append(char **buf, size_t *len, size_t max, const char *p, size_t n, bool *over)
 {
 	if (*len + n > max) {
@@ -370,8 +362,8 @@ int up_kube_exec_run(uv_loop_t *loop, const struct up_kube_context *ctx, up_exec
 	r->open_handles = 4; /* process, timer, two pipes */
 	(void)uv_timer_init(loop, &r->timer);
 	(void)uv_timer_start(&r->timer, on_timeout, UP_KUBE_EXEC_TIMEOUT_MS, 0);
-	(void)uv_read_start((uv_stream_t *)&r->out, on_alloc, on_read);
-	(void)uv_read_start((uv_stream_t *)&r->err, on_alloc, on_read);
+	(void)uv_read_start((uv_stream_t *)&r->out, up_loop_read_alloc, on_read);
+	(void)uv_read_start((uv_stream_t *)&r->err, up_loop_read_alloc, on_read);
 	return 0;
 fail:
 	free(r->api_version);

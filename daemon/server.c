@@ -12,6 +12,7 @@
 #include "jsonrpc.h"
 #include "bounds.h"
 #include "log.h"
+#include "loop-read.h"
 #include "rpc.h"
 
 struct up_server {
@@ -165,16 +166,6 @@ void up_conn_close_after_flush(struct up_conn *c)
 		conn_close(c);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char slab[65536];
-
-	(void)h;
-	(void)suggested;
-	/* One read at a time on one loop: a static slab is enough, the frame copies it. */
-	*buf = uv_buf_init(slab, sizeof(slab));
-}
-
 static void conn_process(struct up_conn *c)
 {
 	char *line;
@@ -241,7 +232,7 @@ void up_conn_update_reading(struct up_conn *c)
 		conn_process(c);
 		if (c->closing || c->close_on_flush || c->inflight >= UP_MAX_INFLIGHT_PER_CONN)
 			return;
-		if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0)
+		if (uv_read_start((uv_stream_t *)&c->pipe, up_loop_read_alloc, on_read) == 0)
 			c->reading = true;
 	} else {
 		(void)uv_read_stop((uv_stream_t *)&c->pipe);
