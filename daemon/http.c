@@ -348,24 +348,25 @@ static int set_tls(CURL *e, const struct up_http_tls *tls)
 
 	if (!tls)
 		return 0;
-	if (tls->ca_pem) {
-		b.data = (void *)tls->ca_pem;
-		b.len = tls->ca_len;
-		c = curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
-	}
-	if (c == CURLE_OK && tls->cert_pem) {
-		b.data = (void *)tls->cert_pem;
-		b.len = tls->cert_len;
-		c = curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
-		if (c == CURLE_OK)
-			c = curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-	}
-	if (c == CURLE_OK && tls->key_pem) {
-		b.data = (void *)tls->key_pem;
-		b.len = tls->key_len;
-		c = curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
-		if (c == CURLE_OK)
-			c = curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+	/* Each PEM given, as a blob curl copies; the client's certificate and key say so. */
+	const struct {
+		const char *pem;
+		size_t len;
+		CURLoption blob, type;
+		bool typed;
+	} pems[] = {
+		{tls->ca_pem, tls->ca_len, CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERTTYPE, false},
+		{tls->cert_pem, tls->cert_len, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERTTYPE, true},
+		{tls->key_pem, tls->key_len, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEYTYPE, true},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(pems) && c == CURLE_OK; i++) {
+		if (!pems[i].pem)
+			continue;
+		b.data = (void *)pems[i].pem;
+		b.len = pems[i].len;
+		c = curl_easy_setopt(e, pems[i].blob, &b);
+		if (c == CURLE_OK && pems[i].typed)
+			c = curl_easy_setopt(e, pems[i].type, "PEM");
 	}
 	if (c == CURLE_OK && tls->insecure) {
 		(void)curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);

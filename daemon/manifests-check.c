@@ -201,24 +201,36 @@ static int check_extras(const struct up_session_extras *x, char *err, size_t len
 	return 0;
 }
 
+/* The spec's names: each its check and the sentence that quotes it when wrong. */
+static int check_names(const struct up_session_spec *s, char *err, size_t len)
+{
+	const struct {
+		const char *what, *value;
+		bool (*ok)(const char *v);
+		const char *wrong;
+	} names[] = {
+		{"session id", s->id, is_hex_id, "is not 12 lowercase hex digits"},
+		{"owner", s->owner, is_label_value, "is not a valid label value"},
+		{"cwd", s->cwd, is_abs, "is not an absolute path"},
+		{"agent name", s->agent, is_label_value, "is not valid"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (!names[i].ok(names[i].value))
+			return manifests_failf(err, len, "%s '%s' %s", names[i].what,
+					       names[i].value ? names[i].value : "(null)",
+					       names[i].wrong);
+	return 0;
+}
+
 int manifests_check_spec(const struct up_session_spec *s, char *err, size_t len)
 {
 	const char *rc = s->agent_runtime_class;
 
-	if (!is_hex_id(s->id))
-		return manifests_failf(err, len, "session id '%s' is not 12 lowercase hex digits",
-				       s->id ? s->id : "(null)");
-	if (!is_label_value(s->owner))
-		return manifests_failf(err, len, "owner '%s' is not a valid label value",
-				       s->owner ? s->owner : "(null)");
+	if (check_names(s, err, len) < 0)
+		return -EINVAL;
 	if (s->created_at <= 0 || s->expires_at <= s->created_at)
 		return manifests_failf(err, len, "the session must expire after it was created");
-	if (!is_abs(s->cwd))
-		return manifests_failf(err, len, "cwd '%s' is not an absolute path",
-				       s->cwd ? s->cwd : "(null)");
-	if (!is_label_value(s->agent))
-		return manifests_failf(err, len, "agent name '%s' is not valid",
-				       s->agent ? s->agent : "(null)");
 	if (!s->user || !*s->user || !is_abs(s->home))
 		return manifests_failf(err, len, "the host user and an absolute home are required");
 	if (!s->agent_image || !*s->agent_image || !s->mitm_image || !*s->mitm_image)

@@ -275,24 +275,32 @@ int up_ruleset_load_json(struct up_ruleset *rs, const json_t *doc, json_t *probl
 	return r;
 }
 
+/* Where an http(s) URL's host starts (after any user@) and its authority ends; NULL when
+ * the scheme is neither. */
+static const char *url_host(const char *url, bool *https, const char **end)
+{
+	const char *a;
+
+	*https = startswith(url, "https://");
+	a = *https ? url + 8 : startswith(url, "http://") ? url + 7 : NULL;
+	if (!a)
+		return NULL;
+	*end = a + strcspn(a, "/?#");
+	if (memchr(a, '@', (size_t)(*end - a)))
+		a = (const char *)memchr(a, '@', (size_t)(*end - a)) + 1;
+	return a;
+}
+
 int up_url_split(const char *url, bool *https, char *host, size_t host_len, char *path,
 		 size_t path_len, char *why, size_t why_len)
 {
-	const char *p, *end;
+	const char *end, *p = url_host(url, https, &end);
 	size_t n;
 
-	*https = startswith(url, "https://");
-	if (*https)
-		p = url + 8;
-	else if (startswith(url, "http://"))
-		p = url + 7;
-	else {
+	if (!p) {
 		(void)snprintf(why, why_len, "the URL must start with http:// or https://");
 		return -EINVAL;
 	}
-	end = p + strcspn(p, "/?#");
-	if (memchr(p, '@', (size_t)(end - p)))
-		p = (const char *)memchr(p, '@', (size_t)(end - p)) + 1;
 	if (*p == '[') {
 		const char *rb = memchr(p, ']', (size_t)(end - p));
 		if (!rb) {
@@ -324,16 +332,13 @@ int up_url_split(const char *url, bool *https, char *host, size_t host_len, char
 
 int up_url_port(const char *url)
 {
-	bool https = startswith(url, "https://");
-	const char *a = https ? url + 8 : startswith(url, "http://") ? url + 7 : NULL, *end, *colon;
+	bool https;
+	const char *end, *colon, *a = url_host(url, &https, &end);
 	char *e;
 	long port;
 
 	if (!a)
 		return -EINVAL;
-	end = a + strcspn(a, "/?#");
-	if (memchr(a, '@', (size_t)(end - a)))
-		a = (const char *)memchr(a, '@', (size_t)(end - a)) + 1;
 	if (*a == '[') {
 		const char *rb = memchr(a, ']', (size_t)(end - a));
 		colon = rb && rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
