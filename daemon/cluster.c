@@ -74,15 +74,13 @@ static void load_after(uv_work_t *w, int status)
 int up_kubeconfig_load_async(uv_loop_t *loop, const char *paths, const char *context,
 			     up_kubeconfig_loaded_fn cb, void *ud)
 {
-	struct load_work *l = calloc(1, sizeof(*l));
+	struct load_work *l = up_new(struct load_work, .cb = cb, .ud = ud);
 	int r;
 
 	if (!l)
 		return -ENOMEM;
 	l->paths = paths ? strdup(paths) : NULL;
 	l->context = context ? strdup(context) : NULL;
-	l->cb = cb;
-	l->ud = ud;
 	l->work.data = l;
 	r = uv_queue_work(loop, &l->work, load_run, load_after);
 	if (r < 0) {

@@ -84,10 +84,6 @@ static void on_system_object(struct up_session *s, const struct up_kube_error *e
 
 static void on_system_namespace(struct up_session *s, const struct up_kube_error *err, json_t *obj)
 {
-	json_t *rest = s->system;
-	size_t i;
-	json_t *o;
-
 	(void)obj;
 	if (err) {
 		session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
@@ -96,18 +92,7 @@ static void on_system_namespace(struct up_session *s, const struct up_kube_error
 			     err->message);
 		return;
 	}
-	s->pending = 0;
-	json_array_foreach (rest, i, o) {
-		if (i == 0)
-			continue;
-		if (session_apply(s, o, on_system_object) < 0) {
-			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
-				     "the deploy cluster is not available");
-			return;
-		}
-		s->pending++;
-	}
-	if (s->pending == 0)
+	if (session_apply_rest(s, s->system, NULL, on_system_object) && s->pending == 0)
 		poll_registry(s);
 }
 

@@ -552,15 +552,13 @@ static void read_after(uv_work_t *w, int status)
 int up_audit_read_start(uv_loop_t *loop, const char *path, up_audit_read_fn cb, void *ud,
 			struct up_audit_read **ret)
 {
-	struct up_audit_read *rd = calloc(1, sizeof(*rd));
+	struct up_audit_read *rd = up_new(struct up_audit_read, .cb = cb, .ud = ud);
 	int r;
 
 	if (!rd || !(rd->path = strdup(path))) {
 		free(rd);
 		return -ENOMEM;
 	}
-	rd->cb = cb;
-	rd->ud = ud;
 	rd->work.data = rd;
 	r = uv_queue_work(loop, &rd->work, read_run, read_after);
 	if (r < 0) {

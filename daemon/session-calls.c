@@ -175,6 +175,24 @@ int session_apply(struct up_session *s, json_t *obj, session_done_fn done)
 	return session_call(s, CALL_APPLY, obj, NULL, done);
 }
 
+bool session_apply_rest(struct up_session *s, const json_t *objs, bool (*skip)(const json_t *o),
+			session_done_fn done)
+{
+	s->pending = 0;
+	for (size_t i = 1; i < json_array_size(objs); i++) {
+		json_t *o = json_array_get(objs, i);
+		if (skip && skip(o))
+			continue;
+		if (session_apply(s, o, done) < 0) {
+			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
+				     "the deploy cluster is not available");
+			return false;
+		}
+		s->pending++;
+	}
+	return true;
+}
+
 int session_get(struct up_session *s, const char *path, session_done_fn done)
 {
 	return session_call(s, CALL_GET, NULL, path, done);

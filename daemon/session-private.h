@@ -203,6 +203,11 @@ int session_extras_prepare(struct up_session *s) _wur_;
 /* session-calls.c: the Kubernetes calls a session owns, cancelled with it */
 typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
 int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
+/* Applies every object of `objs` after the first (the namespace) that `skip` (or NULL) does
+ * not hold back, all at once, each answered through `done`; s->pending counts them. False,
+ * the session failed, when the cluster is not available. */
+bool session_apply_rest(struct up_session *s, const json_t *objs, bool (*skip)(const json_t *o),
+			session_done_fn done);
 int session_get(struct up_session *s, const char *path, session_done_fn done) _wur_;
 int session_delete(struct up_session *s, const char *path, session_done_fn done) _wur_;
 void session_cancel_work(struct up_session *s);

@@ -471,7 +471,7 @@ void session_start_image(struct up_session *s, bool ask)
 
 /* ---- DEPLOYING: render, then namespace, then everything but the agent pod, then it ---- */
 
-static bool is_agent_pod(json_t *obj)
+static bool is_agent_pod(const json_t *obj)
 {
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 	const char *name =
@@ -551,18 +551,7 @@ static void on_namespace_applied(struct up_session *s, const struct up_kube_erro
 	}
 	/* Independent objects go together; the pods mount what the others create. */
 	session_progress(s, "deploy", 0, 1, "applying %zu objects", n - 1);
-	s->pending = 0;
-	for (size_t i = 1; i < n; i++) {
-		json_t *o = json_array_get(s->objects, i);
-		if (is_agent_pod(o))
-			continue;
-		if (session_apply(s, o, on_object_applied) < 0) {
-			session_fail(s, UP_ERR_CLUSTER_UNREACHABLE,
-				     "the deploy cluster is not available");
-			return;
-		}
-		s->pending++;
-	}
+	(void)session_apply_rest(s, s->objects, is_agent_pod, on_object_applied);
 }
 
 static int render(struct up_session *s, char *err, size_t len)
