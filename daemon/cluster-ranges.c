@@ -25,15 +25,7 @@ struct up_cluster_ranges {
 	json_t *cidrs; /* once known */
 	char from[160];
 	bool failure_logged, late_logged;
-	struct up_list waits; /* up_cluster_ranges_wait::link */
-};
-
-struct up_cluster_ranges_wait {
-	struct up_list link;
-	uv_timer_t timer;
-	struct up_cluster_ranges *r;
-	up_cluster_ranges_fn fn;
-	void *ud;
+	struct up_list waits; /* struct up_waiter (waiters.h) */
 };
 
 /* ---- addresses ---- */
@@ -120,26 +112,9 @@ static const struct {
 
 /* ---- reading ---- */
 
-static void wait_closed(uv_handle_t *h)
-{
-	free(h->data);
-}
-
-static void wait_end(struct up_cluster_ranges_wait *w, bool call, bool closing)
-{
-	up_list_remove(&w->link);
-	(void)uv_timer_stop(&w->timer);
-	uv_close((uv_handle_t *)&w->timer, wait_closed);
-	if (call)
-		w->fn(closing, w->ud);
-}
-
 static void wake_all(struct up_cluster_ranges *r, bool closing)
 {
-	struct up_list *pos, *tmp;
-
-	up_list_for_each_safe (pos, tmp, &r->waits)
-		wait_end(up_container_of(pos, struct up_cluster_ranges_wait, link), true, closing);
+	up_waiters_wake(&r->waits, closing);
 }
 
 static void read_failed(struct up_cluster_ranges *r, const char *why)
@@ -231,48 +206,24 @@ const char *up_cluster_ranges_source(const struct up_cluster_ranges *r)
 
 /* ---- waiting ---- */
 
-static void wait_timeout(uv_timer_t *t)
+static void late(void *owner)
 {
-	struct up_cluster_ranges_wait *w = t->data;
+	struct up_cluster_ranges *r = owner;
 
-	if (!w->r->late_logged)
+	if (!r->late_logged)
 		log_warning("The deploy cluster %s has not told its service range in time: the "
 			    "mitm of a session started now does not refuse it",
-			    w->r->context);
-	w->r->late_logged = true;
-	wait_end(w, true, false);
+			    r->context);
+	r->late_logged = true;
 }
 
-int up_cluster_ranges_wait(struct up_cluster_ranges *r, uint64_t timeout_ms,
-			   up_cluster_ranges_fn fn, void *ud, struct up_cluster_ranges_wait **ret)
+int up_cluster_ranges_wait(struct up_cluster_ranges *r, uint64_t timeout_ms, up_waiter_fn fn,
+			   void *ud, struct up_waiter **ret)
 {
-	struct up_cluster_ranges_wait *w;
-	int k;
-
 	*ret = NULL;
 	if (!r || r->state != RANGES_READING)
 		return 0;
-	if (!(w = calloc(1, sizeof(*w))))
-		return -ENOMEM;
-	w->r = r;
-	w->fn = fn;
-	w->ud = ud;
-	k = uv_timer_init(up_kube_loop(r->kube), &w->timer);
-	if (k < 0) {
-		free(w);
-		return k;
-	}
-	w->timer.data = w;
-	(void)uv_timer_start(&w->timer, wait_timeout, timeout_ms, 0);
-	up_list_insert_tail(&r->waits, &w->link);
-	*ret = w;
-	return 0;
-}
-
-void up_cluster_ranges_wait_cancel(struct up_cluster_ranges_wait *w)
-{
-	if (w)
-		wait_end(w, false, false);
+	return up_waiter_add(up_kube_loop(r->kube), &r->waits, timeout_ms, late, r, fn, ud, ret);
 }
 
 /* ---- the object ---- */

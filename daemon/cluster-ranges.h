@@ -8,6 +8,7 @@
 
 #include "kube.h"
 #include "util.h"
+#include "waiters.h"
 
 /*
  * The deploy cluster's Service IP ranges, which the mitm refuses to connect to unless a rule
@@ -20,7 +21,6 @@
  * common distribution's default, else the address alone. Failures are logged once.
  */
 struct up_cluster_ranges;
-struct up_cluster_ranges_wait;
 
 int up_cluster_ranges_new(struct up_kube *kube, const char *context,
 			  struct up_cluster_ranges **ret) _wur_;
@@ -37,13 +37,10 @@ const char *up_cluster_ranges_source(const struct up_cluster_ranges *r);
 /*
  * Calls fn once, from the loop: when the read in flight ends, after `timeout_ms`, or with
  * closing set when `r` is freed first. 0 with *ret NULL (and no call) when no read is in
- * flight. up_cluster_ranges_wait_cancel() before the call means none.
+ * flight. up_waiter_cancel() before the call means none.
  */
-typedef void (*up_cluster_ranges_fn)(bool closing, void *ud);
-int up_cluster_ranges_wait(struct up_cluster_ranges *r, uint64_t timeout_ms,
-			   up_cluster_ranges_fn fn, void *ud,
-			   struct up_cluster_ranges_wait **ret) _wur_;
-void up_cluster_ranges_wait_cancel(struct up_cluster_ranges_wait *w);
+int up_cluster_ranges_wait(struct up_cluster_ranges *r, uint64_t timeout_ms, up_waiter_fn fn,
+			   void *ud, struct up_waiter **ret) _wur_;
 
 /* The range guessed around one of the `kubernetes` Service's cluster IPs (see above). */
 int up_cidr_guess_service_range(const char *ip, char *buf, size_t len) _wur_;

@@ -38,7 +38,7 @@ struct up_cluster {
 	enum cluster_state state;
 	char error[1024];
 	bool loading, freed, ever_ready;
-	struct up_list waits; /* up_cluster_wait::link */
+	struct up_list waits; /* struct up_waiter (waiters.h) */
 	up_cluster_event_fn listener;
 	void *listener_ud;
 };
@@ -91,67 +91,17 @@ int up_kubeconfig_load_async(uv_loop_t *loop, const char *paths, const char *con
 	return r;
 }
 
-struct up_cluster_wait {
-	struct up_list link; /* up_cluster::waits; unlinked once answered */
-	uv_timer_t timer;
-	up_cluster_wait_fn fn;
-	void *ud;
-};
-
-static void wait_closed(uv_handle_t *h)
-{
-	free(h->data);
-}
-
-static void wait_end(struct up_cluster_wait *w, bool call, bool closing)
-{
-	up_list_remove(&w->link);
-	(void)uv_timer_stop(&w->timer);
-	uv_close((uv_handle_t *)&w->timer, wait_closed);
-	if (call)
-		w->fn(closing, w->ud);
-}
-
-static void wait_timeout(uv_timer_t *t)
-{
-	wait_end(t->data, true, false);
-}
-
 /* Every waiter is answered once the first sync has ended, one way or the other. */
 static void wake_waiters(struct up_cluster *c, bool closing)
 {
-	struct up_list *pos, *tmp;
-
 	if (!closing && up_cluster_first_sync_pending(c))
 		return;
-	up_list_for_each_safe (pos, tmp, &c->waits)
-		wait_end(up_container_of(pos, struct up_cluster_wait, link), true, closing);
+	up_waiters_wake(&c->waits, closing);
 }
 
-int up_cluster_wait(struct up_cluster *c, up_cluster_wait_fn fn, void *ud,
-		    struct up_cluster_wait **ret)
+int up_cluster_wait(struct up_cluster *c, up_waiter_fn fn, void *ud, struct up_waiter **ret)
 {
-	struct up_cluster_wait *w = up_new(struct up_cluster_wait, .fn = fn, .ud = ud);
-	int r;
-
-	if (!w)
-		return -ENOMEM;
-	r = uv_timer_init(c->loop, &w->timer);
-	if (r < 0) {
-		free(w);
-		return r;
-	}
-	w->timer.data = w;
-	(void)uv_timer_start(&w->timer, wait_timeout, UP_CLUSTER_SYNC_WAIT_MS, 0);
-	up_list_insert_tail(&c->waits, &w->link);
-	*ret = w;
-	return 0;
-}
-
-void up_cluster_wait_cancel(struct up_cluster_wait *w)
-{
-	if (w)
-		wait_end(w, false, false);
+	return up_waiter_add(c->loop, &c->waits, UP_CLUSTER_SYNC_WAIT_MS, NULL, NULL, fn, ud, ret);
 }
 
 bool up_cluster_first_sync_pending(const struct up_cluster *c)

@@ -8,6 +8,7 @@
 #include "kube-watch.h"
 #include "kube.h"
 #include "util.h"
+#include "waiters.h"
 
 /*
  * The deploy cluster as the daemon sees it: the kubeconfig context loaded off the
@@ -54,13 +55,9 @@ void up_cluster_why_not_ready(const struct up_cluster *c, char *buf, size_t len)
 /*
  * Calls fn once, from the loop: when the first sync ends (ready or failing), after
  * UP_CLUSTER_SYNC_WAIT_MS, or with closing set when the cluster is freed first.
- * up_cluster_wait_cancel() before that means no call.
+ * up_waiter_cancel() before that means no call.
  */
-struct up_cluster_wait;
-typedef void (*up_cluster_wait_fn)(bool closing, void *ud);
-int up_cluster_wait(struct up_cluster *c, up_cluster_wait_fn fn, void *ud,
-		    struct up_cluster_wait **ret) _wur_;
-void up_cluster_wait_cancel(struct up_cluster_wait *w);
+int up_cluster_wait(struct up_cluster *c, up_waiter_fn fn, void *ud, struct up_waiter **ret) _wur_;
 
 /* Loads a kubeconfig context on the threadpool; exactly one callback. */
 typedef void (*up_kubeconfig_loaded_fn)(int r, const char *error, struct up_kube_context *ctx,

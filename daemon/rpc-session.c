@@ -674,7 +674,7 @@ struct synced_call {
 	struct up_request *req;
 	void *params, *userdata;
 	up_method_fn fn;
-	struct up_cluster_wait *wait;
+	struct up_waiter *wait;
 };
 
 static void synced_cancel(struct up_request *req, void *ud)
@@ -682,7 +682,7 @@ static void synced_cancel(struct up_request *req, void *ud)
 	struct synced_call *sc = ud;
 
 	(void)req;
-	up_cluster_wait_cancel(sc->wait);
+	up_waiter_cancel(sc->wait);
 	free(sc);
 }
 

@@ -53,7 +53,7 @@ struct up_session_cluster_ops {
 	void (*prepare)(struct up_session *s);
 };
 extern const struct up_session_cluster_ops up_session_kube_ops;
-struct up_cluster_ranges_wait;
+struct up_waiter;
 
 #define UP_SESSION_MAX_CALLS	   32
 /* The agent pod's main container (manifests/agent-pod.yaml). */
@@ -126,7 +126,7 @@ struct up_session {
 	bool plan_unread, plan_available;
 	const char *plan_unasked;
 	/* session-ranges.c: the wait for the cluster's Service ranges, before rendering */
-	struct up_cluster_ranges_wait *ranges_wait;
+	struct up_waiter *ranges_wait;
 	bool ranges_waited;
 };
 

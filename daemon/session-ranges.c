@@ -66,6 +66,6 @@ const json_t *session_ranges(const struct up_session *s)
 
 void session_ranges_cancel(struct up_session *s)
 {
-	up_cluster_ranges_wait_cancel(s->ranges_wait);
+	up_waiter_cancel(s->ranges_wait);
 	s->ranges_wait = NULL;
 }

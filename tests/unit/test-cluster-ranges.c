@@ -35,7 +35,7 @@ static void test_guess(void **state)
 /* NULL (no deploy cluster loaded yet) is no range and nothing to wait for. */
 static void test_null(void **state)
 {
-	struct up_cluster_ranges_wait *w = (void *)1;
+	struct up_waiter *w = (void *)1;
 
 	(void)state;
 	up_cluster_ranges_read(NULL);
@@ -43,7 +43,7 @@ static void test_null(void **state)
 	assert_string_equal(up_cluster_ranges_source(NULL), "");
 	assert_int_equal(up_cluster_ranges_wait(NULL, 10, NULL, NULL, &w), 0);
 	assert_null(w);
-	up_cluster_ranges_wait_cancel(NULL);
+	up_waiter_cancel(NULL);
 	up_cluster_ranges_free(NULL);
 }
 
