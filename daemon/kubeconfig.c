@@ -484,22 +484,16 @@ int up_kubeconfig_load(const char *paths, const char *context, struct up_kube_co
 	return load_context(paths, NULL, 0, false, context, ret, err, err_len);
 }
 
-int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
-			    struct up_kube_context **ret, char *err, size_t err_len)
-{
-	return load_context(NULL, text, len, false, context, ret, err, err_len);
-}
-
 int up_kubeconfig_inspect(const char *paths, const char *context, struct up_kube_context **ret,
 			  char *err, size_t err_len)
 {
 	return load_context(paths, NULL, 0, true, context, ret, err, err_len);
 }
 
-int up_kubeconfig_inspect_text(const char *text, size_t len, const char *context,
-			       struct up_kube_context **ret, char *err, size_t err_len)
+int up_kubeconfig_from_text(const char *text, size_t len, const char *context, bool inspect,
+			    struct up_kube_context **ret, char *err, size_t err_len)
 {
-	return load_context(NULL, text, len, true, context, ret, err, err_len);
+	return load_context(NULL, text, len, inspect, context, ret, err, err_len);
 }
 
 int up_kubeconfig_contexts(const char *paths, json_t **names, char **current, char *err,

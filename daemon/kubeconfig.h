@@ -65,11 +65,6 @@ struct up_kube_context {
 int up_kubeconfig_load(const char *paths, const char *context, struct up_kube_context **ret,
 		       char *err, size_t err_len) _wur_;
 
-/* The same for one kubeconfig given as text (fuzzing, tests); relative paths resolve against ".".
- */
-int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
-			    struct up_kube_context **ret, char *err, size_t err_len) _wur_;
-
 /*
  * The same for a context to expose (--kube-context), leniently: a missing cluster, user or
  * server, insecure-skip-tls-verify, an exec plugin, an auth-provider and basic auth are
@@ -77,8 +72,11 @@ int up_kubeconfig_load_text(const char *text, size_t len, const char *context,
  */
 int up_kubeconfig_inspect(const char *paths, const char *context, struct up_kube_context **ret,
 			  char *err, size_t err_len) _wur_;
-int up_kubeconfig_inspect_text(const char *text, size_t len, const char *context,
-			       struct up_kube_context **ret, char *err, size_t err_len) _wur_;
+
+/* Either of them for one kubeconfig given as text (fuzzing, tests): up_kubeconfig_inspect()
+ * when `inspect`, else up_kubeconfig_load(). Relative paths resolve against ".". */
+int up_kubeconfig_from_text(const char *text, size_t len, const char *context, bool inspect,
+			    struct up_kube_context **ret, char *err, size_t err_len) _wur_;
 
 /* The names of every context, and the current one (or NULL), of `paths`. */
 int up_kubeconfig_contexts(const char *paths, json_t **names, char **current, char *err,

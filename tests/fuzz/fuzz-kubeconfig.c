@@ -19,16 +19,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct up_kube_context *c = NULL;
 	char err[1024];
 
-	if (up_kubeconfig_load_text((const char *)data, size, "", &c, err, sizeof(err)) == 0) {
+	if (up_kubeconfig_from_text((const char *)data, size, "", false, &c, err, sizeof(err)) ==
+	    0) {
 		if (!c->server || strncmp(c->server, "http", 4) != 0)
 			__builtin_trap();
 		c = up_kube_context_free(c);
 	} else if (strlen(err) == 0) {
 		__builtin_trap(); /* every failure says why */
 	}
-	if (up_kubeconfig_load_text((const char *)data, size, "x", &c, err, sizeof(err)) == 0)
+	if (up_kubeconfig_from_text((const char *)data, size, "x", false, &c, err, sizeof(err)) ==
+	    0)
 		c = up_kube_context_free(c);
-	if (up_kubeconfig_inspect_text((const char *)data, size, "x", &c, err, sizeof(err)) == 0) {
+	if (up_kubeconfig_from_text((const char *)data, size, "x", true, &c, err, sizeof(err)) ==
+	    0) {
 		struct up_kube_exposed *k = up_kube_exposed_new();
 		struct up_ruleset *rs = up_ruleset_new();
 		if (k && rs && up_kube_expose_add(k, c, err, sizeof(err)) == 0) {

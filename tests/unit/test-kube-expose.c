@@ -45,7 +45,7 @@ static int add(struct up_kube_exposed *k, const char *text, const char *name, ch
 	int r;
 
 	why[0] = '\0';
-	r = up_kubeconfig_inspect_text(text, strlen(text), name, &c, err, sizeof(err));
+	r = up_kubeconfig_from_text(text, strlen(text), name, true, &c, err, sizeof(err));
 	if (r < 0) {
 		/* A message cut short would make the tests below compare the wrong text. */
 		assert_true(snprintf(why, len, "--kube-context %s: %s", name, err) < (int)len);
