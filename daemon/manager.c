@@ -71,11 +71,17 @@ int up_manager_new(struct up_manager **ret)
 	return 0;
 }
 
-/* Every RPC domain, registered at start-up. */
-static int (*const rpc_domains[])(struct up_rpc *rpc, struct up_manager *m) = {
-	up_rpc_daemon_register, up_rpc_rules_register,
-	up_rpc_doctor_register, up_rpc_session_register,
-	up_rpc_config_register, up_rpc_debug_register, /* only with UPLINK_DEBUG_RPC=1 */
+/* Every RPC domain, registered at start-up: its table, or the function that registers it. */
+static const struct {
+	const struct up_method *methods;
+	int (*reg)(struct up_rpc *rpc, struct up_manager *m);
+} rpc_domains[] = {
+	{up_rpc_daemon_methods, NULL},
+	{up_rpc_rules_methods, NULL},
+	{NULL, up_rpc_doctor_register},
+	{up_rpc_session_methods, NULL},
+	{up_rpc_config_methods, NULL},
+	{NULL, up_rpc_debug_register}, /* only with UPLINK_DEBUG_RPC=1 */
 };
 
 static int take_lock(struct up_manager *m)
@@ -225,7 +231,8 @@ int up_manager_start(struct up_manager *m)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(rpc_domains); i++) {
-		r = rpc_domains[i](m->rpc, m);
+		r = rpc_domains[i].methods ? up_rpc_register(m->rpc, rpc_domains[i].methods, m)
+					   : rpc_domains[i].reg(m->rpc, m);
 		if (r < 0)
 			return log_error_errno(r, "Cannot register the RPC methods");
 	}

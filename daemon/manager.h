@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "rpc.h" /* struct up_method */
 #include "util.h"
 
 /*
@@ -38,13 +39,11 @@ uv_loop_t *up_manager_loop(struct up_manager *m);
 struct up_notifier;
 struct up_notifier *up_manager_notifier(struct up_manager *m);
 
-/* The RPC domains, each registered by up_manager_start(). */
-struct up_rpc;
-int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
-int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
+/* The RPC domains, each registered by up_manager_start(): a method table (rpc-daemon.c,
+ * rpc-rules.c, rpc-session.c, rpc-config.c), or a function where registering does more. */
+extern const struct up_method up_rpc_daemon_methods[], up_rpc_rules_methods[],
+	up_rpc_session_methods[], up_rpc_config_methods[];
 int up_rpc_doctor_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
-int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
-int up_rpc_config_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 int up_rpc_debug_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 
 struct up_sessions;

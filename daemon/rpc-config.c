@@ -169,15 +169,10 @@ static int rpc_trusted(struct up_request *req, void *params, void *userdata)
 	return trust_call(req, &none, userdata, UP_TRUST_LIST);
 }
 
-static const struct up_method config_methods[] = {
+const struct up_method up_rpc_config_methods[] = {
 	{"config.show", show_params, sizeof(struct show_params), rpc_show},
 	{"config.trust", trust_params, sizeof(struct trust_params), rpc_trust},
 	{"config.untrust", trust_params, sizeof(struct trust_params), rpc_untrust},
 	{"config.trusted", NULL, 0, rpc_trusted},
 	{0},
 };
-
-int up_rpc_config_register(struct up_rpc *rpc, struct up_manager *m)
-{
-	return up_rpc_register(rpc, config_methods, m);
-}

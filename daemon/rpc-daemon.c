@@ -77,14 +77,9 @@ static int rpc_shutdown(struct up_request *req, void *params, void *userdata)
 	return 0;
 }
 
-static const struct up_method daemon_methods[] = {
+const struct up_method up_rpc_daemon_methods[] = {
 	{"daemon.hello", hello_params, sizeof(struct hello_params), rpc_hello},
 	{"daemon.status", NULL, 0, rpc_status},
 	{"daemon.shutdown", NULL, 0, rpc_shutdown},
 	{0},
 };
-
-int up_rpc_daemon_register(struct up_rpc *rpc, struct up_manager *m)
-{
-	return up_rpc_register(rpc, daemon_methods, m);
-}

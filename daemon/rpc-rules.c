@@ -447,14 +447,9 @@ static int rpc_lint(struct up_request *req, void *params, void *userdata)
 	return start(req, params, userdata, CALL_LINT);
 }
 
-static const struct up_method rules_methods[] = {
+const struct up_method up_rpc_rules_methods[] = {
 	{"rules.check", check_params, sizeof(struct rules_params), rpc_check},
 	{"rules.render", render_params, sizeof(struct rules_params), rpc_render},
 	{"rules.lint", lint_params, sizeof(struct rules_params), rpc_lint},
 	{0},
 };
-
-int up_rpc_rules_register(struct up_rpc *rpc, struct up_manager *m)
-{
-	return up_rpc_register(rpc, rules_methods, m);
-}

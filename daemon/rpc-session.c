@@ -769,7 +769,7 @@ GATED(rpc_clean_synced)
 GATED(up_rpc_session_logs)
 #undef GATED
 
-static const struct up_method session_methods[] = {
+const struct up_method up_rpc_session_methods[] = {
 	{"session.start", start_params, sizeof(struct start_params), rpc_start_gated},
 	{"session.list", list_params, sizeof(struct list_params), rpc_list_synced_gated},
 	{"session.get", id_params, sizeof(struct id_params), rpc_get_gated},
@@ -781,8 +781,3 @@ static const struct up_method session_methods[] = {
 	{"session.logs", up_logs_params, sizeof(struct up_logs_params), up_rpc_session_logs_gated},
 	{0},
 };
-
-int up_rpc_session_register(struct up_rpc *rpc, struct up_manager *m)
-{
-	return up_rpc_register(rpc, session_methods, m);
-}
