@@ -2,6 +2,8 @@
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,6 +34,15 @@ static inline void freep(void *p)
 {
 	free(*(void **)p);
 }
+
+/* In a printf-like function whose last named parameter is `fmt`: the message into buf. */
+#define up_vformat(buf, len, fmt)                    \
+	do {                                         \
+		va_list ap_;                         \
+		va_start(ap_, fmt);                  \
+		(void)vsnprintf(buf, len, fmt, ap_); \
+		va_end(ap_);                         \
+	} while (0)
 
 /* A heap copy of the `n` bytes at `p`, or NULL when out of memory. */
 static inline void *up_memdup(const void *p, size_t n)

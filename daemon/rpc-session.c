@@ -354,11 +354,8 @@ static void warn(struct up_request *req, const char *fmt, ...) _printf_(2, 3);
 static void warn(struct up_request *req, const char *fmt, ...)
 {
 	char msg[1024];
-	va_list ap;
 
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	up_vformat(msg, sizeof(msg), fmt);
 	log_warning("session.start: %s", msg);
 	if (req->conn)
 		(void)up_conn_notify(req->conn, "session.progress",

@@ -146,11 +146,8 @@ void up_request_error(struct up_request *req, enum up_error e, const char *messa
 void up_request_errorf(struct up_request *req, enum up_error e, const char *fmt, ...)
 {
 	char buf[1024];
-	va_list ap;
 
-	va_start(ap, fmt);
-	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	up_vformat(buf, sizeof(buf), fmt);
 	up_request_error(req, e, buf);
 }
 

@@ -37,11 +37,8 @@ int session_fill_cluster_values(struct up_session *s, const char *mitm_ip, const
 void session_plan_add(struct up_session *s, const char *fmt, ...)
 {
 	char line[2048];
-	va_list ap;
 
-	va_start(ap, fmt);
-	(void)vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
+	up_vformat(line, sizeof(line), fmt);
 	if (!s->plan)
 		s->plan = json_array();
 	if (!s->plan || json_array_append_new(s->plan, json_string(line)) < 0)

@@ -69,13 +69,10 @@ void session_progress(struct up_session *s, const char *phase, unsigned done, un
 		      const char *fmt, ...)
 {
 	char msg[512];
-	va_list ap;
 
 	if (!s->starter)
 		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	up_vformat(msg, sizeof(msg), fmt);
 	s->obs->progress(s->starter, json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", s->id, "phase",
 					       phase, "message", msg, "done", (json_int_t)done,
 					       "total", (json_int_t)total));
@@ -268,11 +265,8 @@ static void fail_msg(struct up_session *s, enum up_error e, const char *msg);
 void session_fail(struct up_session *s, enum up_error e, const char *fmt, ...)
 {
 	char msg[2048];
-	va_list ap;
 
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	up_vformat(msg, sizeof(msg), fmt);
 	fail_msg(s, e, msg);
 }
 

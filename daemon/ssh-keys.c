@@ -25,11 +25,7 @@ extern char **environ;
 
 static void _printf_(3, 4) say_why(char *why, size_t len, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(why, len, fmt, ap);
-	va_end(ap);
+	up_vformat(why, len, fmt);
 }
 
 /* Says why and fails; -EINVAL in sight of the caller (and of the static analyzer, which does

@@ -23,11 +23,7 @@
 /* A sentence into err; returns r. */
 _printf_(4, 5) static int fail(int r, char *err, size_t err_len, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
+	up_vformat(err, err_len, fmt);
 	return r;
 }
 
