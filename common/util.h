@@ -59,6 +59,14 @@ static inline void *up_memdup(const void *p, size_t n)
  */
 #define up_new(type, ...) ((type *)up_memdup(&(type){__VA_ARGS__}, sizeof(type)))
 
+/* Defines `void NAMEp(TYPE **p)`, *p = NAME(*p), for _cleanup_() (systemd's
+ * DEFINE_TRIVIAL_CLEANUP_FUNC); NAME is a destructor that returns NULL. */
+#define UP_DEFINE_FREEP(type, name) \
+	void name##p(type **p)      \
+	{                           \
+		*p = name(*p);      \
+	}
+
 /* Frees each of the `n` pointers (systemd's free_many()); up_free_all(a, b, c) lists them. */
 static inline void up_free_many(void *const *p, size_t n)
 {

@@ -178,10 +178,7 @@ struct up_ca *up_ca_free(struct up_ca *ca)
 	return NULL;
 }
 
-void up_ca_freep(struct up_ca **ca)
-{
-	*ca = up_ca_free(*ca);
-}
+UP_DEFINE_FREEP(struct up_ca, up_ca_free)
 
 int up_ca_mitmproxy_pem(const char *cert_pem, const char *key_pem, char **ret, size_t *len)
 {

@@ -38,15 +38,11 @@ struct up_kube_exposed *up_kube_exposed_free(struct up_kube_exposed *k)
 		return NULL;
 	for (size_t i = 0; i < k->n; i++)
 		ctx_done(&k->ctx[i]);
-	free(k->ctx);
-	free(k);
+	up_free_all(k->ctx, k);
 	return NULL;
 }
 
-void up_kube_exposed_freep(struct up_kube_exposed **k)
-{
-	*k = up_kube_exposed_free(*k);
-}
+UP_DEFINE_FREEP(struct up_kube_exposed, up_kube_exposed_free)
 
 static int _printf_(4, 5) refuse(char *why, size_t len, const char *ctx, const char *fmt, ...)
 {

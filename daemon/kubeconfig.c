@@ -541,7 +541,4 @@ struct up_kube_context *up_kube_context_free(struct up_kube_context *c)
 	return NULL;
 }
 
-void up_kube_context_freep(struct up_kube_context **c)
-{
-	*c = up_kube_context_free(*c);
-}
+UP_DEFINE_FREEP(struct up_kube_context, up_kube_context_free)

@@ -365,7 +365,4 @@ struct up_manager *up_manager_free(struct up_manager *m)
 	return NULL;
 }
 
-void up_manager_freep(struct up_manager **m)
-{
-	*m = up_manager_free(*m);
-}
+UP_DEFINE_FREEP(struct up_manager, up_manager_free)

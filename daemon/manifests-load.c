@@ -147,10 +147,7 @@ struct up_manifests *up_manifests_free(struct up_manifests *m)
 	return NULL;
 }
 
-void up_manifests_freep(struct up_manifests **m)
-{
-	*m = up_manifests_free(*m);
-}
+UP_DEFINE_FREEP(struct up_manifests, up_manifests_free)
 
 const char *up_manifests_addon(const struct up_manifests *m)
 {

@@ -206,15 +206,11 @@ struct up_ruleset *up_ruleset_free(struct up_ruleset *rs)
 		return NULL;
 	for (size_t i = 0; i < rs->n; i++)
 		up_rule_done(&rs->rules[i]);
-	free(rs->rules);
-	free(rs);
+	up_free_all(rs->rules, rs);
 	return NULL;
 }
 
-void up_ruleset_freep(struct up_ruleset **rs)
-{
-	*rs = up_ruleset_free(*rs);
-}
+UP_DEFINE_FREEP(struct up_ruleset, up_ruleset_free)
 
 int up_ruleset_take(struct up_ruleset *rs, struct up_rule *r)
 {
