@@ -302,11 +302,32 @@ static int parse_exec(struct kc_set *s, size_t fi, const char *user, json_t *ex,
 	return 0;
 }
 
+/* The user's client certificate and key: both or neither (inspect: either, told later). */
+static int parse_client_cert(struct kc_set *s, size_t fi, json_t *u, const char *what,
+			     struct up_kube_context *c)
+{
+	int has_cert, has_key;
+
+	has_cert = data_or_file(s, fi, u, what, "client-certificate-data", "client-certificate",
+				&c->cert_pem, &c->cert_len);
+	if (has_cert < 0)
+		return has_cert;
+	has_key = data_or_file(s, fi, u, what, "client-key-data", "client-key", &c->key_pem,
+			       &c->key_len);
+	if (has_key < 0)
+		return has_key;
+	if (has_cert != has_key && !s->inspect) /* inspect: "no supported credentials" later */
+		return failf(s, "kubeconfig %s: %s has a client %s but no client %s",
+			     s->files[fi].path, what, has_cert ? "certificate" : "key",
+			     has_cert ? "key" : "certificate");
+	return 0;
+}
+
 static int parse_user(struct kc_set *s, struct up_kube_context *c)
 {
 	json_t *entry, *u;
 	size_t fi;
-	int r, has_cert, has_key;
+	int r;
 	char what[300];
 
 	entry = find_named(s, "users", c->user, &fi);
@@ -333,18 +354,9 @@ static int parse_user(struct kc_set *s, struct up_kube_context *c)
 			"support; switch it to an exec plugin (for GKE: gke-gcloud-auth-plugin)",
 			s->files[fi].path, c->user, p ? p : "?");
 	}
-	has_cert = data_or_file(s, fi, u, what, "client-certificate-data", "client-certificate",
-				&c->cert_pem, &c->cert_len);
-	if (has_cert < 0)
-		return has_cert;
-	has_key = data_or_file(s, fi, u, what, "client-key-data", "client-key", &c->key_pem,
-			       &c->key_len);
-	if (has_key < 0)
-		return has_key;
-	if (has_cert != has_key && !s->inspect) /* inspect: "no supported credentials" later */
-		return failf(s, "kubeconfig %s: %s has a client %s but no client %s",
-			     s->files[fi].path, what, has_cert ? "certificate" : "key",
-			     has_cert ? "key" : "certificate");
+	r = parse_client_cert(s, fi, u, what, c);
+	if (r < 0)
+		return r;
 	const char *token = json_string_value(json_object_get(u, "token"));
 	const char *token_file = json_string_value(json_object_get(u, "tokenFile"));
 	if (token && *token && !(c->token = strdup(token)))

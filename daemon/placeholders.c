@@ -299,6 +299,29 @@ static void keyring_start(struct up_resolve *j, const struct up_ph_segment *s)
 
 static void exec_start(struct up_resolve *j, const char *cmd);
 
+/* Every segment of the header's value is resolved: checked, stored, the next header. False
+ * when the job failed (and is gone). */
+static bool header_done(struct up_resolve *j, struct up_rule_header *h)
+{
+	if (has_ctl(j->buf ? j->buf : "", j->len)) {
+		fail(j, UP_ERR_RULES_INVALID,
+		     "the resolved value holds a line break, another "
+		     "control character, or a character outside Latin-1; a header "
+		     "value "
+		     "is one line of Latin-1 text");
+		return false;
+	}
+	if (up_rule_header_set_value(h, j->buf ? j->buf : "") < 0) {
+		fail(j, UP_ERR_INTERNAL_ERROR, "out of memory");
+		return false;
+	}
+	wipe_buf(j);
+	up_ph_template_done(&j->t);
+	j->header++;
+	j->seg = 0;
+	return true;
+}
+
 static void advance(struct up_resolve *j)
 {
 	char why[256];
@@ -329,22 +352,8 @@ static void advance(struct up_resolve *j)
 			return;
 		}
 		if (j->seg >= j->t.n) {
-			if (has_ctl(j->buf ? j->buf : "", j->len)) {
-				fail(j, UP_ERR_RULES_INVALID,
-				     "the resolved value holds a line break, another "
-				     "control character, or a character outside Latin-1; a header "
-				     "value "
-				     "is one line of Latin-1 text");
+			if (!header_done(j, h))
 				return;
-			}
-			if (up_rule_header_set_value(h, j->buf ? j->buf : "") < 0) {
-				fail(j, UP_ERR_INTERNAL_ERROR, "out of memory");
-				return;
-			}
-			wipe_buf(j);
-			up_ph_template_done(&j->t);
-			j->header++;
-			j->seg = 0;
 			continue;
 		}
 		assert(j->t.segs); /* seg < n: the value has been parsed */

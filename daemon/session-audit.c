@@ -474,6 +474,25 @@ struct up_audit_read {
 	uint64_t first, total;
 };
 
+/* The lines of the file's first `end` bytes (before the tail a reader is sent). */
+static uint64_t count_lines(int fd, off_t end)
+{
+	char tmp[65536];
+	uint64_t lines = 0;
+	ssize_t n;
+
+	for (off_t off = 0; off < end; off += n) {
+		n = pread(fd, tmp,
+			  (size_t)(end - off) < sizeof(tmp) ? (size_t)(end - off) : sizeof(tmp),
+			  off);
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			lines += tmp[i] == '\n';
+	}
+	return lines;
+}
+
 static void read_run(uv_work_t *w)
 {
 	struct up_audit_read *rd = w->data;
@@ -495,18 +514,8 @@ static void read_run(uv_work_t *w)
 	}
 	/* Count the lines before the tail we send, so indexes stay file line numbers. */
 	if (st.st_size > UP_AUDIT_HISTORY_MAX) {
-		char tmp[65536];
 		start = st.st_size - UP_AUDIT_HISTORY_MAX;
-		for (off_t off = 0; off < start; off += n) {
-			n = pread(fd, tmp,
-				  (size_t)(start - off) < sizeof(tmp) ? (size_t)(start - off)
-								      : sizeof(tmp),
-				  off);
-			if (n <= 0)
-				break;
-			for (ssize_t i = 0; i < n; i++)
-				rd->first += tmp[i] == '\n';
-		}
+		rd->first = count_lines(fd, start);
 	}
 	want = (size_t)(st.st_size - start);
 	buf = malloc(want + 1);
