@@ -86,6 +86,7 @@ int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, const struct 
 int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
+int up_cmd_rules_suggest(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_completion(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_rules_render(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);

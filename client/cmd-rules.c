@@ -242,3 +242,41 @@ int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, const st
 	json_decref(res);
 	return r;
 }
+
+/* Warnings and what is not covered go to stderr, so stdout is the rules file alone. */
+static void print_suggest_notes(const json_t *res)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach (json_object_get(res, "warnings"), i, x)
+		fprintf(stderr, "uplink: warning: %s\n", up_json_field(x, "message"));
+	json_array_foreach (json_object_get(res, "skipped"), i, x) {
+		json_int_t n = json_integer_value(json_object_get(x, "requests"));
+		fprintf(stderr, "uplink: not covered: %lld %s %s request%s: %s\n", (long long)n,
+			up_json_field(x, "method"), up_json_field(x, "host"), n == 1 ? "" : "s",
+			up_json_field(x, "why"));
+	}
+	if (json_integer_value(json_object_get(res, "denied")) == 0)
+		fprintf(stderr, "uplink: session %s has no denied requests: nothing to suggest\n",
+			up_json_field(res, "id"));
+}
+
+int up_cmd_rules_suggest(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
+{
+	json_t *res = NULL;
+	int r;
+
+	if (a->argc != 1)
+		return up_cli_usage_error(cmd, "expected SESSION");
+	r = up_cli_call(cli, "rules.suggest", json_pack("{s:s}", "id", a->argv[0]), &res);
+	if (r != 0)
+		return r;
+	if (up_args_flag(a, "json"))
+		up_print_json(res);
+	else
+		fputs(up_json_field(res, "yaml"), stdout);
+	print_suggest_notes(res);
+	json_decref(res);
+	return UP_EXIT_OK;
+}

@@ -78,6 +78,10 @@ static const struct up_option rules_render_options[] = {
 	{"show-secrets", 0, NULL, NULL, NULL},
 	{0},
 };
+static const struct up_option rules_suggest_options[] = {
+	{"json", 0, NULL, "print the rules, the warnings and what is not covered as JSON", NULL},
+	{0},
+};
 static const struct up_option completion_options[] = {
 	{"words", 0, "sessions|agents", "print the words the scripts offer, one a line", NULL},
 	{0},
@@ -206,6 +210,18 @@ const struct up_command up_commands[] = {
 	 "[--rules FILE]... [--no-default-rules] [--allow-exec] [--show-secrets] [AGENT [MODE]]",
 	 "Header values are shown as <redacted> unless --show-secrets.\n", "", rules_render_options,
 	 0},
+	{"rules suggest", up_cmd_rules_suggest,
+	 "Print rules that would have allowed a session's denied requests.", "SESSION [--json]",
+	 "Reads the session's audit log (also after it ended) and prints a rules file for\n"
+	 "--rules: per host, a rule for each set of methods seen, the host exactly as seen,\n"
+	 "and each path cut at its first id (a number, hex, a UUID, a long random token):\n"
+	 "the id and what follows match one or more segments, and a query any query. Each\n"
+	 "rule says how many requests it covers, with examples (never a query's values).\n"
+	 "A refused CONNECT gets a read-only rule for its host. Warnings (IP addresses,\n"
+	 "random-looking names, many names under one domain) and the requests no rule\n"
+	 "could allow go to stderr. Review it, then check it: uplink rules lint FILE.\n"
+	 "\n",
+	 "", rules_suggest_options, 8},
 	{"completion", up_cmd_completion, "Print a shell completion script (bash, zsh or fish).",
 	 "bash|zsh|fish",
 	 "Commands, their options, agent names, session ids (asked from uplinkd when you press\n"

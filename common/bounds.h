@@ -171,6 +171,14 @@
 #define UP_AUDIT_DRAIN_MS	 30000
 #define UP_AUDIT_BACKOFF_BASE_MS 250
 #define UP_AUDIT_BACKOFF_CAP_MS	 30000
+/* uplink rules suggest: hosts, distinct path patterns and warnings one suggestion holds,
+ * the longest path taken, examples per rule, and kinds of skipped requests listed. */
+#define UP_SUGGEST_MAX_HOSTS	 256
+#define UP_SUGGEST_MAX_PATTERNS	 1024
+#define UP_SUGGEST_MAX_WARNINGS	 256
+#define UP_SUGGEST_PATH_MAX	 2048
+#define UP_SUGGEST_EXAMPLES	 3
+#define UP_SUGGEST_MAX_SKIPPED	 64
 /* `uplink clean --wait`: how long the daemon waits for the namespaces to go (s). */
 #define UP_CLEAN_WAIT_MAX_S	 600
 

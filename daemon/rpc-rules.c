@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The rules.* methods: check (which rule a request meets), render (the proxy's
- * JSON), lint (every problem of some files). All answer asynchronously: files are
- * read and compiled on the thread pool, then check and render resolve placeholders
- * here, so keyring access stays in the daemon.
+ * JSON), lint (every problem of some files); suggest is rpc-rules-suggest.c's. All answer
+ * asynchronously: files are read and compiled on the thread pool, then check and render resolve
+ * placeholders here, so keyring access stays in the daemon.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #include "placeholders.h"
 #include "rpc.h"
 #include "rules.h"
+#include "rules-suggest.h"
 #include "secret-store.h"
 
 struct rules_params {
@@ -451,5 +452,7 @@ const struct up_method up_rpc_rules_methods[] = {
 	{"rules.check", check_params, sizeof(struct rules_params), rpc_check},
 	{"rules.render", render_params, sizeof(struct rules_params), rpc_render},
 	{"rules.lint", lint_params, sizeof(struct rules_params), rpc_lint},
+	{"rules.suggest", up_suggest_params, sizeof(struct up_suggest_params),
+	 up_rpc_rules_suggest},
 	{0},
 };

@@ -42,7 +42,7 @@ def test_bash_completes_commands_and_flags(tmp_path):
     assert set(bash_complete(["ru"], NO_DAEMON, tmp_path)) == {"run", "rules"}
     assert bash_complete(["atta"], NO_DAEMON, tmp_path) == ["attach"]
     assert bash_complete(["run", "--no-"], NO_DAEMON, tmp_path) == ["--no-default-rules", "--no-git-identity"]
-    assert bash_complete(["rules", ""], NO_DAEMON, tmp_path) == ["check", "lint", "render"]
+    assert bash_complete(["rules", ""], NO_DAEMON, tmp_path) == ["check", "lint", "render", "suggest"]
     assert bash_complete(["rules", "check", "--r"], NO_DAEMON, tmp_path) == ["--rules"]
     assert bash_complete(["run", "-o", ""], NO_DAEMON, tmp_path) == ["json", "yaml"]
     assert bash_complete(["run", ""], NO_DAEMON, tmp_path) == ["claude"]
@@ -74,8 +74,8 @@ def test_bash_registers_the_function(tmp_path):
 def test_bash_completes_session_ids_from_the_daemon(env, tmp_path):  # noqa: F811
     ids = sorted(run_detached(env)[0] for _ in range(2))
     e = {"UPLINK_SOCKET": str(env.daemon.socket)}
-    for cmd in ("attach", "stop", "logs", "extend"):
-        assert sorted(bash_complete([cmd, ""], e, tmp_path)) == ids, cmd
+    for cmd in ("attach", "stop", "logs", "extend", "rules suggest"):
+        assert sorted(bash_complete([*cmd.split(), ""], e, tmp_path)) == ids, cmd
     assert bash_complete(["attach", ids[0][:5]], e, tmp_path) == [ids[0]] or ids[0][:5] == ids[1][:5]
     # SESSION... repeats for stop; extend's second argument is a duration
     assert sorted(bash_complete(["stop", ids[0], ""], e, tmp_path)) == ids
@@ -169,7 +169,7 @@ def test_fish_script_parses_and_completes(tmp_path):
         return [l.split("\t")[0] for l in out.stdout.splitlines()]
     assert {"run", "rules"} <= set(fish("uplink ru"))
     assert fish("uplink run --no-") == ["--no-default-rules", "--no-git-identity"]
-    assert fish("uplink rules ") == ["check", "lint", "render"]
+    assert fish("uplink rules ") == ["check", "lint", "render", "suggest"]
     assert fish("uplink run -o ") == ["json", "yaml"]
 
 
