@@ -58,6 +58,7 @@ struct term {
 
 static void rearm(struct dbus_state *b);
 static void flush_queue(struct dbus_state *b, bool run);
+static void show_waiting(struct dbus_state *b);
 
 static void pending_free(void *p)
 {
@@ -81,6 +82,7 @@ static void go_dead(struct dbus_state *b, int r)
 	(void)uv_timer_stop(&b->timer);
 	up_notifier_fall_back(b->n);
 	flush_queue(b, false);
+	up_notify_questions_unanswerable(b->n);
 }
 
 static void process(struct dbus_state *b)
@@ -192,14 +194,38 @@ static void open_log(struct dbus_state *b, const char *session)
 	uv_unref((uv_handle_t *)&t->proc);
 }
 
+/* The open question the server that sent m showed as notification `id`, or NULL. */
+static struct up_notify_question *question_of(struct dbus_state *b, sd_bus_message *m, uint32_t id)
+{
+	const char *sender = sd_bus_message_get_sender(m);
+	struct up_list *pos, *tmp;
+
+	up_list_for_each_safe (pos, tmp, &b->n->questions) {
+		struct up_notify_question *q =
+			up_container_of(pos, struct up_notify_question, link);
+
+		if (id && q->id == id && !q->answered && sender && streq(q->sender, sender))
+			return q;
+	}
+	return NULL;
+}
+
 static int on_action(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
 	struct dbus_state *b = ud;
+	struct up_notify_question *q;
 	const char *key;
 	uint32_t id;
+	int a;
 
 	(void)err;
-	if (sd_bus_message_read(m, "us", &id, &key) < 0 || !streq(key, ACTION_SHOW_LOG))
+	if (sd_bus_message_read(m, "us", &id, &key) < 0)
+		return 0;
+	q = question_of(b, m, id);
+	a = up_notify_answer_of_action(key);
+	if (q && a >= 0)
+		up_notify_question_answer(q, (enum up_notify_answer)a);
+	if (!streq(key, ACTION_SHOW_LOG))
 		return 0;
 	for (size_t i = 0; i < ELEMENTSOF(b->shown); i++)
 		if (b->shown[i].id == id && b->shown[i].session[0]) {
@@ -212,11 +238,15 @@ static int on_action(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int on_closed(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
 	struct dbus_state *b = ud;
+	struct up_notify_question *q;
 	uint32_t id, why;
 
 	(void)err;
 	if (sd_bus_message_read(m, "uu", &id, &why) < 0)
 		return 0;
+	q = question_of(b, m, id);
+	if (q) /* dismissed, expired, or closed by the server: the terminal asks */
+		up_notify_question_answer(q, UP_NOTIFY_NO_ANSWER);
 	for (size_t i = 0; i < ELEMENTSOF(b->shown); i++)
 		if (b->shown[i].id == id)
 			b->shown[i] = (struct shown){0};
@@ -245,6 +275,7 @@ static int on_caps(sd_bus_message *m, void *ud, sd_bus_error *err)
 			  b->actions ? "offers" : "does not offer");
 	}
 	flush_queue(b, false); /* inside sd_bus_process(): the outer loop sends them */
+	show_waiting(b);
 	return 0;
 }
 
@@ -271,40 +302,23 @@ static int on_notified(sd_bus_message *m, void *ud, sd_bus_error *err)
 /* The body as markup when the server reads markup: &, < and > escaped. */
 static char *body_text(const struct dbus_state *b, const char *body)
 {
-	size_t len = strlen(body), o = 0;
-	char *out = malloc(len * 5 + 1);
-
-	if (!out)
-		return NULL;
-	for (const char *p = body; *p; p++) {
-		const char *esc = !b->markup  ? NULL
-				  : *p == '&' ? "&amp;"
-				  : *p == '<' ? "&lt;"
-				  : *p == '>' ? "&gt;"
-					      : NULL;
-		if (esc) {
-			memcpy(out + o, esc, strlen(esc));
-			o += strlen(esc);
-		} else {
-			out[o++] = *p;
-		}
-	}
-	out[o] = '\0';
-	return out;
+	return b->markup ? up_notify_markup_escape(body) : strdup(body);
 }
 
-static int append_notify(sd_bus_message *m, const struct dbus_state *b,
-			 const struct up_notification *msg, const char *body)
+static const char *const show_log_actions[] = {ACTION_SHOW_LOG, "Show log", NULL};
+
+/* Notify's arguments; `actions` are key, label pairs (NULL-terminated), or NULL. */
+static int append_notify(sd_bus_message *m, const struct up_notification *msg, const char *body,
+			 const char *const *actions)
 {
-	bool actions = msg->show_log && b->actions;
 	int r;
 
 	r = sd_bus_message_append(m, "susss", "uplink", (uint32_t)0, msg->icon ? msg->icon : "",
 				  msg->summary, body);
 	if (r >= 0)
 		r = sd_bus_message_open_container(m, 'a', "s");
-	if (r >= 0 && actions)
-		r = sd_bus_message_append(m, "ss", ACTION_SHOW_LOG, "Show log");
+	for (size_t i = 0; r >= 0 && actions && actions[i]; i++)
+		r = sd_bus_message_append(m, "s", actions[i]);
 	if (r >= 0)
 		r = sd_bus_message_close_container(m);
 	if (r >= 0)
@@ -325,7 +339,8 @@ static int call_notify(struct dbus_state *b, struct pending *pd)
 		return -ENOMEM;
 	r = sd_bus_message_new_method_call(b->bus, &m, NAME, PATH, IFACE, "Notify");
 	if (r >= 0)
-		r = append_notify(m, b, &pd->msg, body);
+		r = append_notify(m, &pd->msg, body,
+				  pd->msg.show_log && b->actions ? show_log_actions : NULL);
 	if (r >= 0)
 		r = sd_bus_call_async(b->bus, &slot, m, on_notified, pd,
 				      (uint64_t)UP_NOTIFY_CALL_TIMEOUT_MS * 1000u);
@@ -407,6 +422,160 @@ static void dbus_send(struct up_notifier *n, const struct up_notification *msg)
 	}
 	send_pending(b, pd);
 	process(b);
+}
+
+/* ---- questions ---- */
+
+/* A question's Notify in flight; freed with its slot. q is NULL once the question went. */
+struct q_call {
+	struct dbus_state *b;
+	struct up_notify_question *q;
+};
+
+static void q_call_free(void *p)
+{
+	struct q_call *c = p;
+
+	if (c->q)
+		c->q->call = NULL;
+	free(c);
+}
+
+/* CloseNotification, its answer not waited for. */
+static void close_notification(struct dbus_state *b, uint32_t id)
+{
+	sd_bus_message *m = NULL;
+	int r;
+
+	if (b->dead || !b->bus || id == 0)
+		return;
+	r = sd_bus_message_new_method_call(b->bus, &m, NAME, PATH, IFACE, "CloseNotification");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "u", id);
+	if (r >= 0)
+		r = sd_bus_message_set_expect_reply(m, 0);
+	if (r >= 0)
+		r = sd_bus_send(b->bus, m, NULL);
+	(void)sd_bus_message_unref(m);
+	if (r < 0)
+		log_debug_errno(r, "Cannot withdraw notification %u, ignoring", id);
+}
+
+static int on_question_notified(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct q_call *c = ud;
+	struct up_notify_question *q = c->q;
+	const char *sender = sd_bus_message_get_sender(m);
+	uint32_t id = 0;
+
+	(void)err;
+	if (sd_bus_message_is_method_error(m, NULL)) {
+		say_absent(c->b, sd_bus_message_get_error(m));
+		if (q)
+			up_notify_question_answer(q, UP_NOTIFY_NO_ANSWER);
+		return 0;
+	}
+	if (sd_bus_message_read(m, "u", &id) < 0 || id == 0) {
+		if (q)
+			up_notify_question_answer(q, UP_NOTIFY_NO_ANSWER);
+		return 0;
+	}
+	if (!q) { /* withdrawn while Notify was on its way */
+		close_notification(c->b, id);
+		return 0;
+	}
+	q->id = id;
+	(void)snprintf(q->sender, sizeof(q->sender), "%s", sender ? sender : "");
+	return 0;
+}
+
+static int call_question(struct dbus_state *b, struct up_notify_question *q)
+{
+	_cleanup_(freep) char *body = body_text(b, q->body);
+	struct q_call *c = calloc(1, sizeof(*c));
+	sd_bus_message *m = NULL;
+	sd_bus_slot *slot = NULL;
+	int r = body && c ? 0 : -ENOMEM;
+
+	if (r >= 0)
+		r = sd_bus_message_new_method_call(b->bus, &m, NAME, PATH, IFACE, "Notify");
+	if (r >= 0)
+		r = append_notify(m,
+				  &(struct up_notification){.summary = q->summary,
+							    .icon = "dialog-question",
+							    .urgency = UP_NOTIFY_CRITICAL,
+							    .timeout_ms = 0},
+				  body, up_notify_question_actions);
+	if (r >= 0)
+		r = sd_bus_call_async(b->bus, &slot, m, on_question_notified, c,
+				      (uint64_t)UP_NOTIFY_CALL_TIMEOUT_MS * 1000u);
+	(void)sd_bus_message_unref(m);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	c->b = b;
+	c->q = q;
+	q->call = c;
+	(void)sd_bus_slot_set_destroy_callback(slot, q_call_free);
+	(void)sd_bus_slot_set_floating(slot, 1);
+	(void)sd_bus_slot_unref(slot);
+	return 0;
+}
+
+/* Shows q now that the capabilities are known: without actions, the terminal asks. */
+static void show_question(struct dbus_state *b, struct up_notify_question *q)
+{
+	int r = b->dead || !b->bus || !b->actions ? -EOPNOTSUPP : call_question(b, q);
+
+	if (r < 0) {
+		if (r != -EOPNOTSUPP)
+			log_debug_errno(r, "Cannot send a question over D-Bus");
+		up_notify_question_answer(q, UP_NOTIFY_NO_ANSWER);
+	}
+}
+
+static void show_waiting(struct dbus_state *b)
+{
+	struct up_list *pos, *tmp;
+
+	up_list_for_each_safe (pos, tmp, &b->n->questions) {
+		struct up_notify_question *q =
+			up_container_of(pos, struct up_notify_question, link);
+
+		if (q->waiting) {
+			q->waiting = false;
+			show_question(b, q);
+		}
+	}
+}
+
+static void dbus_ask(struct up_notifier *n, struct up_notify_question *q)
+{
+	struct dbus_state *b = n->backend;
+
+	if (!b->caps_known && !b->dead) {
+		q->waiting = true; /* on_caps shows it */
+		return;
+	}
+	show_question(b, q);
+	process(b);
+}
+
+static void dbus_withdraw(struct up_notifier *n, struct up_notify_question *q)
+{
+	struct dbus_state *b = n->backend;
+	struct q_call *c = q->call;
+
+	if (c) { /* its reply withdraws it */
+		c->q = NULL;
+		q->call = NULL;
+		return;
+	}
+	if (!q->answered && q->id) {
+		close_notification(b, q->id);
+		process(b);
+	}
 }
 
 /* ---- open and release ---- */
@@ -506,4 +675,6 @@ const struct up_notifier_impl up_notifier_dbus = {
 	.name = "dbus",
 	.open = dbus_open,
 	.send = dbus_send,
+	.ask = dbus_ask,
+	.withdraw = dbus_withdraw,
 };

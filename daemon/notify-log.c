@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The log backend: each notification becomes one line of uplinkd's log. */
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
@@ -31,8 +32,23 @@ static void log_send(struct up_notifier *n, const struct up_notification *msg)
 		"Notification: %s: %s", msg->summary, body);
 }
 
+/* No buttons in a log: said once each, answered NO_ANSWER (the terminal asks instead). */
+static void log_ask(struct up_notifier *n, struct up_notify_question *q)
+{
+	char summary[512];
+
+	(void)snprintf(summary, sizeof(summary),
+		       "question, no buttons in a log (uplink approvals "
+		       "answers it): %s",
+		       q->summary);
+	log_send(n, &(struct up_notification){
+			    .summary = summary, .body = q->body, .urgency = UP_NOTIFY_NORMAL});
+	up_notify_question_answer(q, UP_NOTIFY_NO_ANSWER);
+}
+
 const struct up_notifier_impl up_notifier_log = {
 	.name = "log",
 	.open = log_open,
 	.send = log_send,
+	.ask = log_ask,
 };

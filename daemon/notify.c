@@ -175,6 +175,7 @@ int up_notifier_new(uv_loop_t *loop, struct up_notifier **ret)
 	if (!n)
 		return -ENOMEM;
 	n->loop = loop;
+	up_list_init(&n->questions);
 	up_notify_limiter_init(&n->denied, UP_NOTIFY_DENIED_INTERVAL_MS);
 	n->impl = impls[0];
 	for (size_t i = 0; want && *want && i < ELEMENTSOF(impls); i++)
@@ -191,6 +192,7 @@ struct up_notifier *up_notifier_free(struct up_notifier *n)
 {
 	if (!n)
 		return NULL;
+	up_notify_questions_end(n);
 	if (n->release)
 		n->release(n);
 	else

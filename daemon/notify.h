@@ -20,6 +20,7 @@
  * (off, or the daemon is stopping) and then does nothing.
  */
 struct up_notifier;
+struct up_notify_question;
 
 enum up_notify_urgency {
 	UP_NOTIFY_LOW = 0,
@@ -44,6 +45,12 @@ struct up_notifier_impl {
 	int (*open)(struct up_notifier *n);
 	/* Sends, or queues, one notification; never fails (falls back to the log itself). */
 	void (*send)(struct up_notifier *n, const struct up_notification *msg);
+	/* Shows a question (notify-private.h); its answer comes through
+	 * up_notify_question_answer(), from the loop, never from inside ask(). */
+	void (*ask)(struct up_notifier *n, struct up_notify_question *q);
+	/* The question goes: forget any call in flight for it, and take it off the screen if
+	 * it is shown and not answered; NULL: nothing to do. */
+	void (*withdraw)(struct up_notifier *n, struct up_notify_question *q);
 };
 
 extern const struct up_notifier_impl up_notifier_dbus;
@@ -85,6 +92,34 @@ void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *se
 			const char *pod, const char *why, const char *fails);
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what);
 
+/*
+ * Questions: a notification with the actions Allow once, Allow for this session, Always
+ * (save) and Deny (org.freedesktop.Notifications actions, their ActionInvoked and
+ * NotificationClosed signals matched by notification id and by the server that showed it).
+ * The answer always comes later, from the loop, never from inside up_notify_ask(). A server
+ * without the "actions" capability, the log backend, and a bus that is gone answer
+ * NO_ANSWER at once (the user answers in the terminal: uplink approvals); so does a
+ * notifier being freed, for the questions still open. After fn has run, or after
+ * up_notify_question_close(), q is gone.
+ */
+enum up_notify_answer {
+	UP_NOTIFY_ALLOW_ONCE,
+	UP_NOTIFY_ALLOW_SESSION,
+	UP_NOTIFY_ALWAYS,
+	UP_NOTIFY_DENY,
+	UP_NOTIFY_NO_ANSWER
+};
+typedef void (*up_notify_answer_fn)(enum up_notify_answer a, void *userdata);
+struct up_notify_question;
+/* A question with the four actions; `fn` is called once (NO_ANSWER when the user
+ * dismissed it, the server closed it, or it has no actions); NULL when off. */
+struct up_notify_question *up_notify_ask(struct up_notifier *n, const char *summary,
+					 const char *body, up_notify_answer_fn fn, void *userdata);
+/* Withdraws it (CloseNotification) without calling fn. Returns NULL. */
+struct up_notify_question *up_notify_question_close(struct up_notify_question *q);
+/* "once", "session", "always", "deny", "none": for logs and the debug methods. */
+const char *up_notify_answer_name(enum up_notify_answer a);
+
 /* ---- pure parts, for the backends and the unit tests ---- */
 
 /* Per-session denied counts and the once-a-minute limit on their notifications. */
@@ -123,3 +158,9 @@ int up_notify_format_ended(const json_t *session, int64_t now_s, uint64_t denied
 /* Body of a denied-burst notification. */
 void up_notify_format_denied(const char *id, const char *what, uint64_t count, char *body,
 			     size_t len);
+/* A question's actions as Notify lists them: key, label, key, label, ..., NULL. */
+extern const char *const up_notify_question_actions[];
+/* The answer an ActionInvoked key stands for, or -EINVAL for a key of no question's. */
+int up_notify_answer_of_action(const char *key);
+/* `s` with &, < and > escaped for a server that reads body markup (caller frees), or NULL. */
+char *up_notify_markup_escape(const char *s);

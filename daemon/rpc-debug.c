@@ -2,7 +2,8 @@
 /*
  * debug.*: methods for tests only, registered only when UPLINK_DEBUG_RPC=1.
  * debug.notify sends each kind of desktop notification as the sessions would;
- * debug.block blocks the loop on purpose, so a test sees the watchdog pings stop.
+ * debug.block blocks the loop on purpose, so a test sees the watchdog pings stop;
+ * debug.ask asks a question (notify.h) and answers with the user's answer.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -102,6 +103,66 @@ static int rpc_notify(struct up_request *req, void *params, void *userdata)
 	return 0;
 }
 
+struct ask_params {
+	const char *summary, *body;
+};
+
+static const struct up_param ask_params[] = {
+	{"summary", UP_PARAM_STRING, offsetof(struct ask_params, summary), UP_PARAM_MANDATORY,
+	 NULL},
+	{"body", UP_PARAM_STRING, offsetof(struct ask_params, body), 0, NULL},
+	{0},
+};
+
+/* One debug.ask: answered when the question is; a client that leaves withdraws it. */
+struct ask_job {
+	struct up_request *req;
+	struct up_notify_question *q;
+	struct up_notifier *n;
+};
+
+static void on_answer(enum up_notify_answer a, void *ud)
+{
+	struct ask_job *j = ud;
+
+	log_info("debug.ask: the answer is %s", up_notify_answer_name(a));
+	if (j->req)
+		up_request_reply(j->req, json_pack("{s:s, s:s}", "answer", up_notify_answer_name(a),
+						   "backend", up_notifier_backend(j->n)));
+	free(j);
+}
+
+static void on_ask_cancelled(struct up_request *req, void *ud)
+{
+	struct ask_job *j = ud;
+
+	(void)req;
+	log_info("debug.ask: the client left; the question is withdrawn");
+	up_notify_question_close(j->q);
+	free(j);
+}
+
+static int rpc_ask(struct up_request *req, void *params, void *userdata)
+{
+	struct ask_params *p = params;
+	struct ask_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->req = req;
+	j->n = up_manager_notifier(userdata);
+	j->q = up_notify_ask(j->n, p->summary, p->body ? p->body : "", on_answer, j);
+	if (!j->q) {
+		free(j);
+		up_request_reply(req,
+				 json_pack("{s:n, s:s}", "answer", "backend",
+					   up_notifier_backend(up_manager_notifier(userdata))));
+		return 0;
+	}
+	up_request_set_cancel(req, on_ask_cancelled, j);
+	return 0;
+}
+
 struct block_params {
 	int64_t ms;
 };
@@ -137,6 +198,7 @@ static int rpc_block(struct up_request *req, void *params, void *userdata)
 static const struct up_method debug_methods[] = {
 	{"debug.notify", notify_params, sizeof(struct notify_params), rpc_notify},
 	{"debug.block", block_params, sizeof(struct block_params), rpc_block},
+	{"debug.ask", ask_params, sizeof(struct ask_params), rpc_ask},
 	{0},
 };
 

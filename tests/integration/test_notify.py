@@ -3,6 +3,7 @@ notification_daemon template (its call log is the capture), and the watchdog wit
 blocked loop. uplinkd runs with UPLINK_DEBUG_RPC=1, whose debug.notify sends each
 kind of notification the way the sessions do."""
 
+import json
 import os
 import subprocess
 
@@ -354,5 +355,138 @@ def test_watchdog_stops_while_the_loop_is_blocked(tmpdir_short):
             assert len(pings(d)) <= 1, "WATCHDOG=1 arrived while the loop was blocked"
         d.notify.messages.clear()
         wait_for(lambda: len(pings(d)) >= 3, timeout=5, what="the pings to come back")
+    finally:
+        stop_daemon(d)
+
+
+# ---- questions: the four actions of a held request (debug.ask asks one and answers with
+# what the user chose: once, session, always, deny, or none)
+
+QUESTION_ACTIONS = ["allow-once", "Allow once", "allow-session", "Allow for this session",
+                    "always", "Always (save)", "deny", "Deny"]
+ASK_SUMMARY = "claude in ~/code/x wants POST api.github.com/repos/o/r/pulls"
+ASK_BODY = "Session aaaaaaaaaaaa: POST https://api.github.com/repos/o/r/pulls?a=1&b=<2>"
+
+
+def ask(d, summary=ASK_SUMMARY, body=ASK_BODY):
+    """Sends debug.ask on a connection of its own; the reply comes when it is answered."""
+    c = d.rpc(timeout=60)
+    c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "debug.ask",
+                           "params": {"summary": summary, "body": body}}) + "\n")
+    return c
+
+
+def answer_of(c):
+    msg = c.recv_msg()
+    c.close()
+    assert "result" in msg, msg
+    return msg["result"]["answer"]
+
+
+def shown_question(bus, summary=ASK_SUMMARY):
+    """The question's Notify, and the id the mock gave it (ids count every Notify from 1)."""
+    def find():
+        calls = bus.notify_calls()
+        return next(((i + 1, n) for i, n in enumerate(calls) if n["summary"] == summary), None)
+    return wait_for(find, what="the question's Notify")
+
+
+def emit(bus, member, sig, args):
+    bus.server().EmitSignal(NAME, member, sig, args, dbus_interface=MOCK)
+
+
+def forged_signal(bus, member, sig, args):
+    """The same signal, sent by another client of the bus than the notification server."""
+    msg = dbus.lowlevel.SignalMessage(PATH, NAME, member)
+    msg.append(*args, signature=sig)
+    bus.connect().send_message(msg)
+    bus.connect().flush()
+
+
+@pytest.mark.parametrize("key,answer", [("allow-once", "once"), ("allow-session", "session"),
+                                        ("always", "always"), ("deny", "deny")])
+def test_question_action_answers_once(served, key, answer):
+    d, bus = served
+    c = ask(d)
+    nid, n = shown_question(bus)
+    assert n["actions"] == QUESTION_ACTIONS
+    assert n["body"] == ("Session aaaaaaaaaaaa: POST https://api.github.com/repos/o/r/pulls"
+                         "?a=1&amp;b=&lt;2&gt;")
+    assert (n["urgency"], n["timeout"]) == (2, 0)
+    other = "allow-once" if key == "deny" else "deny"
+    # neither another notification's action nor a signal another client forges counts
+    emit(bus, "ActionInvoked", "us", [dbus.UInt32(nid + 100), other])
+    forged_signal(bus, "ActionInvoked", "us", [dbus.UInt32(nid), other])
+    forged_signal(bus, "NotificationClosed", "uu", [dbus.UInt32(nid), dbus.UInt32(2)])
+    emit(bus, "ActionInvoked", "us", [dbus.UInt32(nid), key])
+    # servers close a notification after its action: that closing is no second answer
+    emit(bus, "NotificationClosed", "uu", [dbus.UInt32(nid), dbus.UInt32(2)])
+    assert answer_of(c) == answer
+    # a second question, answered after those signals: once it is, they have all been read
+    c2 = ask(d, summary="second")
+    nid2, _ = shown_question(bus, "second")
+    emit(bus, "ActionInvoked", "us", [dbus.UInt32(nid2), "deny"])
+    assert answer_of(c2) == "deny"
+    assert d.logs().count("debug.ask: the answer is") == 2
+
+
+def test_dismissed_question_is_no_answer(served):
+    d, bus = served
+    c = ask(d)
+    nid, _ = shown_question(bus)
+    emit(bus, "ActionInvoked", "us", [dbus.UInt32(nid), "default"])  # no such action: ignored
+    emit(bus, "NotificationClosed", "uu", [dbus.UInt32(nid), dbus.UInt32(2)])  # dismissed
+    assert answer_of(c) == "none"
+
+
+def test_server_without_actions_is_no_answer_at_once(tmpdir_short, bus):
+    bus.start_server(caps="body body-markup")
+    d = start_daemon(tmpdir_short, bus.env())
+    try:
+        assert answer_of(ask(d)) == "none"
+        assert [n for n in barrier(d, bus) if n["summary"] == ASK_SUMMARY] == []
+    finally:
+        stop_daemon(d)
+
+
+def test_withdrawn_question_is_closed_on_the_server(served):
+    d, bus = served
+    c = ask(d)
+    nid, _ = shown_question(bus)
+    c.close()  # the client leaves: the debug method withdraws the question
+    wait_for(lambda: [int(a[0]) for _t, a in bus.server().GetMethodCalls(
+        "CloseNotification", dbus_interface=MOCK)] == [nid], what="CloseNotification")
+    # the mock answers it with NotificationClosed, which finds no question any more
+    answered = ask(d, summary="after")
+    nid2, _ = shown_question(bus, "after")
+    emit(bus, "ActionInvoked", "us", [dbus.UInt32(nid2), "allow-once"])
+    assert answer_of(answered) == "once"
+    assert "the question is withdrawn" in d.logs()
+    assert d.logs().count("debug.ask: the answer is") == 1
+
+
+def test_open_question_when_the_daemon_stops(served):
+    d, bus = served
+    c = ask(d)
+    shown_question(bus)
+    # stop_daemon (the fixture) checks the exit status and that nothing was left open
+    c.close()
+
+
+@pytest.mark.parametrize("env,backend", [({"UPLINK_NOTIFIER": "log"}, "log"),
+                                         ({"DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"}, "log"),
+                                         ({"UPLINK_NOTIFICATIONS": "0"}, "off")],
+                         ids=["log", "no-bus", "off"])
+def test_question_without_a_desktop(tmpdir_short, bus, env, backend):
+    bus.start_server()
+    d = start_daemon(tmpdir_short, {**bus.env(), **env})
+    try:
+        c = ask(d)
+        msg = c.recv_msg()
+        c.close()
+        assert msg["result"] == {"answer": None if backend == "off" else "none", "backend": backend}
+        if backend == "log":
+            assert "question, no buttons in a log (uplink approvals answers it): " + ASK_SUMMARY \
+                in d.logs()
     finally:
         stop_daemon(d)
