@@ -41,6 +41,7 @@ struct dbus_state {
 	size_t queued;
 	struct shown shown[UP_MAX_NOTIFY_ACTIONS]; /* a ring of notifications with "Show log" */
 	size_t next_shown;
+	struct up_list terms; /* struct term::link */
 };
 
 /* A notification waiting for the server's capabilities, or a Notify in flight. */
@@ -52,8 +53,10 @@ struct pending {
 	char session[64];
 };
 
+/* A $TERMINAL showing a log; closed at the end if it still runs (it goes on, detached). */
 struct term {
 	uv_process_t proc;
+	struct up_list link; /* dbus_state::terms */
 };
 
 static void rearm(struct dbus_state *b);
@@ -154,8 +157,11 @@ static void on_term_closed(uv_handle_t *h)
 
 static void on_term_exit(uv_process_t *p, int64_t status, int sig)
 {
+	struct term *t = p->data;
+
 	(void)status;
 	(void)sig;
+	up_list_remove(&t->link);
 	uv_close((uv_handle_t *)p, on_term_closed);
 }
 
@@ -174,6 +180,7 @@ static void open_log(struct dbus_state *b, const char *session)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return;
+	up_list_init(&t->link);
 	(void)snprintf(sid, sizeof(sid), "%s", session);
 	args[0] = (char *)term;
 	t->proc.data = t;
@@ -192,6 +199,7 @@ static void open_log(struct dbus_state *b, const char *session)
 		return;
 	}
 	uv_unref((uv_handle_t *)&t->proc);
+	up_list_insert_tail(&b->terms, &t->link);
 }
 
 /* The open question the server that sent m showed as notification `id`, or NULL. */
@@ -597,6 +605,12 @@ static void dbus_release(struct up_notifier *n)
 	/* The poll goes before its fd; unsent notifications are dropped: the daemon stops. */
 	uv_close((uv_handle_t *)&b->poll, on_handle_closed);
 	uv_close((uv_handle_t *)&b->timer, on_handle_closed);
+	while (!up_list_empty(&b->terms)) {
+		struct term *t = up_container_of(b->terms.next, struct term, link);
+
+		up_list_remove(&t->link);
+		uv_close((uv_handle_t *)&t->proc, on_term_closed);
+	}
 	b->bus = sd_bus_close_unref(b->bus);
 	while (b->queue) {
 		struct pending *pd = b->queue;
@@ -648,6 +662,7 @@ static int dbus_open(struct up_notifier *n)
 	b->n = n;
 	b->bus = bus;
 	b->queue_tail = &b->queue;
+	up_list_init(&b->terms);
 	r = uv_poll_init(n->loop, &b->poll, fd);
 	if (r < 0) {
 		(void)sd_bus_close_unref(bus);

@@ -160,7 +160,7 @@ static void skip(struct gather *g, const char *method, const char *host, const c
 	json_array_foreach (g->skipped, i, s)
 		if (streq(str_of(s, "method"), method) && streq(str_of(s, "host"), host) &&
 		    streq(str_of(s, "why"), why)) {
-			json_object_set_new(
+			(void)json_object_set_new(
 				s, "requests",
 				json_integer(json_integer_value(json_object_get(s, "requests")) +
 					     1));
@@ -248,13 +248,14 @@ static const char *add_request(struct gather *g, const char *method, const char 
 			return "out of memory";
 		g->patterns++;
 	}
-	json_object_set_new(
+	(void)json_object_set_new(
 		e, "methods",
 		json_integer(json_integer_value(json_object_get(e, "methods")) | (1 << bit)));
-	json_object_set_new(e, "requests",
-			    json_integer(json_integer_value(json_object_get(e, "requests")) + 1));
+	(void)json_object_set_new(
+		e, "requests",
+		json_integer(json_integer_value(json_object_get(e, "requests")) + 1));
 	if (strchr(path, '?'))
-		json_object_set_new(e, "query", json_true());
+		(void)json_object_set_new(e, "query", json_true());
 	add_example(json_object_get(e, "examples"), method, path);
 	return NULL;
 }
@@ -283,7 +284,7 @@ static void gather_one(struct gather *g, const json_t *ev)
 		return;
 	}
 	if (streq(decision, "connect-refused"))
-		json_object_set_new(
+		(void)json_object_set_new(
 			h, "connects",
 			json_integer(json_integer_value(json_object_get(h, "connects")) + 1));
 }
@@ -326,14 +327,15 @@ static void rule_add_pattern(json_t *rule, const char *pattern, const json_t *e)
 
 	if (!paths) {
 		paths = json_array();
-		json_object_set_new(rule, "paths", paths);
+		(void)json_object_set_new(rule, "paths", paths);
 	}
 	(void)snprintf(re, sizeof(re), "%s%s", pattern,
 		       json_is_true(json_object_get(e, "query")) ? UP_SUGGEST_QUERY : "");
 	(void)json_array_append_new(paths, json_string(re));
-	json_object_set_new(rule, "requests",
-			    json_integer(json_integer_value(json_object_get(rule, "requests")) +
-					 json_integer_value(json_object_get(e, "requests"))));
+	(void)json_object_set_new(
+		rule, "requests",
+		json_integer(json_integer_value(json_object_get(rule, "requests")) +
+			     json_integer_value(json_object_get(e, "requests"))));
 	json_array_foreach (json_object_get(e, "examples"), i, x)
 		if (json_array_size(json_object_get(rule, "examples")) < UP_SUGGEST_EXAMPLES)
 			(void)json_array_append(json_object_get(rule, "examples"), x);
@@ -374,7 +376,7 @@ static int host_rules(const char *host, const json_t *h, json_t *out)
 			return -ENOMEM;
 	}
 	if (first)
-		json_object_set_new(first, "connects", json_integer(connects));
+		(void)json_object_set_new(first, "connects", json_integer(connects));
 	return 0;
 }
 
@@ -442,7 +444,7 @@ static void warn_subdomains(json_t *warnings, const json_t *hosts)
 	json_object_foreach ((json_t *)hosts, host, v) {
 		const char *p = ip_literal(host) ? NULL : parent_of(host);
 		if (p && parents)
-			json_object_set_new(
+			(void)json_object_set_new(
 				parents, p,
 				json_integer(json_integer_value(json_object_get(parents, p)) + 1));
 	}

@@ -249,6 +249,29 @@ def test_show_log_action_opens_the_terminal(tmpdir_short, bus):
         stop_daemon(d)
 
 
+def test_terminal_still_open_when_the_daemon_stops(tmpdir_short, bus):
+    """The log's terminal may outlive uplinkd: its handle is closed and freed at the end (the
+    ASan build fails on a leak), and the terminal goes on."""
+    bus.start_server()
+    out = tmpdir_short / "term.pid"
+    term = tmpdir_short / "term.sh"
+    term.write_text(f"#!/bin/sh\necho $$ > {out}.part && mv {out}.part {out}\nexec sleep 60\n")
+    term.chmod(0o755)
+    d = start_daemon(tmpdir_short, {**bus.env(), "TERMINAL": str(term)})
+    try:
+        notify(d, kind="exited", id="ffffffffffff", exit_code=0)
+        wait_for(lambda: bus.notify_calls(), what="the Notify")
+        bus.server().EmitSignal(NAME, "ActionInvoked", "us", [dbus.UInt32(1), "show-log"],
+                                dbus_interface=MOCK)
+        wait_for(out.exists, what="$TERMINAL to run")
+    finally:
+        stop_daemon(d)
+        if out.exists():
+            pid = int(out.read_text())
+            os.kill(pid, 0)  # still running: uplinkd did not take it down
+            os.kill(pid, 15)
+
+
 def test_no_actions_means_no_show_log(tmpdir_short, bus):
     bus.start_server(caps="body")
     d = start_daemon(tmpdir_short, bus.env())
