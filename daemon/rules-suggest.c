@@ -260,11 +260,23 @@ static const char *add_request(struct gather *g, const char *method, const char 
 	return NULL;
 }
 
+/* A refused CONNECT: counted on its host (which gets a rule even without requests). */
+static const char *add_connect(struct gather *g, const char *host)
+{
+	json_t *h = host_entry(g, host);
+
+	if (!h)
+		return "more hosts than a suggestion holds";
+	(void)json_object_set_new(
+		h, "connects",
+		json_integer(json_integer_value(json_object_get(h, "connects")) + 1));
+	return NULL;
+}
+
 static void gather_one(struct gather *g, const json_t *ev)
 {
 	const char *decision = str_of(ev, "decision"), *method = str_of(ev, "method");
-	const char *host = str_of(ev, "host"), *why = NULL;
-	json_t *h;
+	const char *host = str_of(ev, "host"), *why;
 
 	if (!json_is_object(ev) || !up_audit_event_denied(ev))
 		return;
@@ -274,19 +286,13 @@ static void gather_one(struct gather *g, const json_t *ev)
 	else if (json_is_string(json_object_get(ev, "reason")))
 		why = "denied by design, not for want of a rule (uplink logs shows the reason)";
 	else if (streq(decision, "connect-refused"))
-		why = (h = host_entry(g, host)) ? NULL : "more hosts than a suggestion holds";
+		why = add_connect(g, host);
 	else if (method && streq(method, "CONNECT"))
 		why = "a raw TCP flow: only an l4_forward rule relays it, which is never suggested";
 	else
 		why = add_request(g, method ? method : "", host, str_of(ev, "path"));
-	if (why) {
+	if (why)
 		skip(g, method, host, why);
-		return;
-	}
-	if (streq(decision, "connect-refused"))
-		(void)json_object_set_new(
-			h, "connects",
-			json_integer(json_integer_value(json_object_get(h, "connects")) + 1));
 }
 
 /* ---- rules ---- */
