@@ -216,7 +216,7 @@ const struct up_command up_commands[] = {
 	 "--rules: per host, a rule for each set of methods seen, the host exactly as seen,\n"
 	 "and each path cut at its first id (a number, hex, a UUID, a long random token):\n"
 	 "the id and what follows match one or more segments, and a query any query. Each\n"
-	 "rule says how many requests it covers, with examples (never a query's values).\n"
+	 "rule says how many requests it covers, with examples (ids and queries masked).\n"
 	 "A refused CONNECT gets a read-only rule for its host. Warnings (IP addresses,\n"
 	 "random-looking names, many names under one domain) and the requests no rule\n"
 	 "could allow go to stderr. Review it, then check it: uplink rules lint FILE.\n"

@@ -201,13 +201,40 @@ static json_t *host_entry(struct gather *g, const char *host)
 	return json_object_set_new(g->hosts, host, h) == 0 ? h : NULL;
 }
 
+/*
+ * A path as an example shows it: each id segment as <id> (a token in a path, as chat and
+ * webhook APIs put it there, stays out of a file that may be shared), a query as "?...".
+ * Cut short (never overflowing) when len is too small.
+ */
+static void example_path(const char *path, char *buf, size_t len)
+{
+	size_t end = strcspn(path, "?"), o = 0;
+
+	for (size_t i = 1; i <= end;) {
+		size_t seg = strcspn(path + i, "/?");
+		bool id = up_suggest_segment_is_id(path + i, seg);
+		const char *piece = id ? "<id>" : path + i;
+		size_t n = id ? 4 : seg;
+
+		if (o + n + 2 > len)
+			break;
+		buf[o++] = '/';
+		memcpy(buf + o, piece, n);
+		o += n;
+		i += seg + 1;
+	}
+	buf[o] = '\0';
+	if (path[end] && o + 5 <= len)
+		memcpy(buf + o, "?...", 5);
+}
+
 static void add_example(json_t *examples, const char *method, const char *path)
 {
-	size_t end = strcspn(path, "?"), i;
+	char shown[UP_SUGGEST_PATH_MAX * 3 + 8]; /* "/1" grows to "/<id>" */
 	json_t *x;
-	char shown[UP_SUGGEST_PATH_MAX + 8];
+	size_t i;
 
-	(void)snprintf(shown, sizeof(shown), "%.*s%s", (int)end, path, path[end] ? "?..." : "");
+	example_path(path, shown, sizeof(shown));
 	json_array_foreach (examples, i, x)
 		if (streq(str_of(x, "method"), method) && streq(str_of(x, "path"), shown))
 			return;

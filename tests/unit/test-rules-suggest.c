@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "bounds.h"
 #include "rules-suggest.h"
 #include "rules.h"
 
@@ -158,7 +159,7 @@ static void test_suggestion_allows_exactly_the_denials(void **state)
 	assert_null(strstr(all, "s3cr3t"));
 	free(all);
 	assert_non_null(strstr(yaml, "# api.github.com: 2 denied requests, e.g.\n"));
-	assert_non_null(strstr(yaml, "#   POST /repos/o/r/issues/99/comments?...\n"));
+	assert_non_null(strstr(yaml, "#   POST /repos/o/r/issues/<id>/comments?...\n"));
 	assert_non_null(strstr(yaml, "# pastebin.com: 1 refused CONNECT;"));
 	rs = load(res);
 	assert_true(allows(rs, "POST", "api.github.com", "/repos/o/r/issues/12/comments"));
@@ -239,6 +240,34 @@ static void test_warnings_and_skipped(void **state)
 	json_decref(events);
 }
 
+/* A token in a path (chat and webhook APIs put them there) stays out of the examples. */
+static void test_examples_hide_ids(void **state)
+{
+	static const char token[] = "123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw";
+	char path[UP_SUGGEST_PATH_MAX + 1];
+	json_t *events = json_array(), *res = NULL, *ex;
+	char *all;
+
+	(void)state;
+	(void)snprintf(path, sizeof(path), "/bot%s/sendMessage", token);
+	json_array_append_new(events, ev("deny", "POST", "api.telegram.org", path));
+	/* the longest path taken, all one-character ids: its example is cut, not overflowed */
+	for (size_t i = 0; i + 2 <= UP_SUGGEST_PATH_MAX; i += 2)
+		memcpy(path + i, "/1", 2);
+	path[UP_SUGGEST_PATH_MAX] = '\0';
+	json_array_append_new(events, ev("deny", "PUT", "api.telegram.org", path));
+	assert_int_equal(up_rules_suggest(events, "0123456789ab", &res), 0);
+	all = json_dumps(res, 0);
+	assert_null(strstr(all, "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"));
+	free(all);
+	ex = json_object_get(json_array_get(json_object_get(res, "rules"), 0), "examples");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ex, 0), "path")),
+			    "/<id>/sendMessage");
+	assert_int_equal(json_integer_value(json_object_get(res, "covered")), 2);
+	json_decref(res);
+	json_decref(events);
+}
+
 static void test_nothing_denied(void **state)
 {
 	json_t *events = json_array(), *res = NULL;
@@ -270,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_path_patterns),
 		cmocka_unit_test(test_suggestion_allows_exactly_the_denials),
 		cmocka_unit_test(test_warnings_and_skipped),
+		cmocka_unit_test(test_examples_hide_ids),
 		cmocka_unit_test(test_nothing_denied),
 	};
 
