@@ -100,7 +100,8 @@ bool up_notify_denied(struct up_notifier *n, const char *session_id, const char 
  * without the "actions" capability, the log backend, and a bus that is gone answer
  * NO_ANSWER at once (the user answers in the terminal: uplink approvals); so does a
  * notifier being freed, for the questions still open. After fn has run, or after
- * up_notify_question_close(), q is gone.
+ * up_notify_question_close(), q is gone. A question is shown as critical and without a
+ * timeout: its owner withdraws it when the held request stops waiting.
  */
 enum up_notify_answer {
 	UP_NOTIFY_ALLOW_ONCE,
