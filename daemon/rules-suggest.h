@@ -60,8 +60,8 @@ int up_suggest_path_pattern(const char *path, char *buf, size_t len) _wur_;
  * ignored): {"id", "denied", "covered", "rules": [{"name", "host", "methods", "paths"?,
  * "requests", "connects", "examples": [{"method", "path"}]}], "warnings": [{"host",
  * "kind", "message"}], "skipped": [{"method", "host", "requests", "why"}], "yaml"}.
- * Examples are paths with each id segment as <id> and a query as "?...". 0, -ENOMEM, or -EIO when
- * the emitter fails.
+ * Examples are paths with each id segment as <id> and a query as "?...". Returns 0,
+ * -ENOMEM, or -EIO when the emitter fails.
  */
 int up_rules_suggest(const json_t *events, const char *id, json_t **ret) _wur_;
 
