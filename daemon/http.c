@@ -439,6 +439,8 @@ static int configure(struct up_http_req *r, const struct up_http_opts *o)
 			k = add_header(r, "Authorization", auth);
 		explicit_bzero(auth, sizeof(auth));
 	}
+	if (k >= 0 && o->header_name)
+		k = add_header(r, o->header_name, o->header_value);
 	if (k >= 0 && o->body)
 		k = add_header(r, "Expect", ""); /* no 100-continue round trip */
 	if (k < 0)

@@ -35,6 +35,8 @@ struct up_http_opts {
 	const char *body;   /* copied */
 	size_t body_len;
 	const char *bearer; /* "Authorization: Bearer ..." (never logged) */
+	/* One more header (its value may be a secret: never logged, wiped when freed). */
+	const char *header_name, *header_value;
 	const struct up_http_tls *tls;
 	long timeout_ms; /* whole request; 0: none (streams) */
 	size_t max_body; /* the answer's limit; past it the request fails with -EFBIG */

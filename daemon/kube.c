@@ -16,20 +16,6 @@
 #include "list.h"
 #include "log.h"
 
-static const struct up_kube_resource resources[] = {
-	{"Namespace", "v1", "namespaces", false},
-	{"Pod", "v1", "pods", true},
-	{"Secret", "v1", "secrets", true},
-	{"ConfigMap", "v1", "configmaps", true},
-	{"Service", "v1", "services", true},
-	{"Event", "v1", "events", true},
-	{"ServiceAccount", "v1", "serviceaccounts", true},
-	{"Deployment", "apps/v1", "deployments", true},
-	{"NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", true},
-	{"RuntimeClass", "node.k8s.io/v1", "runtimeclasses", false},
-	{0},
-};
-
 enum call_state { CALL_NEW, CALL_WAIT_AUTH, CALL_RUNNING, CALL_BACKOFF };
 
 struct up_kube {
@@ -57,96 +43,13 @@ struct up_kube_call {
 	uv_timer_t *timer;
 	struct up_http_req *http;
 	up_kube_fn cb;
+	up_kube_raw_fn raw; /* instead of cb: any answer, as it came (up_kube_raw) */
 	up_kube_line_fn line;
 	void *ud;
+	long timeout_ms;		  /* 0: UP_KUBE_TIMEOUT_MS */
+	char *header_name, *header_value; /* the value may be a secret */
+	size_t max_body;		  /* 0: UP_MAX_KUBE_BODY */
 };
-
-const struct up_kube_resource *up_kube_resource_find(const char *kind)
-{
-	for (const struct up_kube_resource *r = resources; r->kind; r++)
-		if (strcmp(r->kind, kind) == 0)
-			return r;
-	return NULL;
-}
-
-/* Names and namespaces are DNS labels or subdomains: nothing that could bend a path. */
-static bool safe_segment(const char *s)
-{
-	return s && *s && strlen(s) <= 253 &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(s) &&
-	       strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-}
-
-int up_kube_path(char *buf, size_t len, const char *kind, const char *ns, const char *name)
-{
-	const struct up_kube_resource *r = up_kube_resource_find(kind);
-	int n;
-
-	if (!r || (ns && !safe_segment(ns)) || (name && !safe_segment(name)))
-		return -EINVAL;
-	n = snprintf(buf, len, "%s%s%s%s/%s%s%s", strchr(r->api_version, '/') ? "/apis/" : "/api/",
-		     r->api_version, r->namespaced && ns ? "/namespaces/" : "",
-		     r->namespaced && ns ? ns : "", r->plural, name ? "/" : "", name ? name : "");
-	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-static int url_encode(char *out, size_t len, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			     (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-		if (o + (plain ? 1 : 3) >= len)
-			return -ENAMETOOLONG;
-		if (plain) {
-			out[o++] = (char)c;
-		} else {
-			out[o++] = '%';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
-		}
-	}
-	out[o] = '\0';
-	return (int)o;
-}
-
-int up_kube_query(char *buf, size_t len, const char *path, ...)
-{
-	size_t used;
-	const char *key;
-	bool first = !strchr(path, '?');
-	va_list ap;
-	int r = 0;
-
-	if (strlen(path) >= len)
-		return -ENAMETOOLONG;
-	memcpy(buf, path, strlen(path) + 1);
-	used = strlen(buf);
-	va_start(ap, path);
-	while ((key = va_arg(ap, const char *))) {
-		const char *val = va_arg(ap, const char *);
-		if (!val)
-			continue;
-		int n = snprintf(buf + used, len - used, "%c%s=", first ? '?' : '&', key);
-		if (n < 0 || (size_t)n >= len - used) {
-			r = -ENAMETOOLONG;
-			break;
-		}
-		used += (size_t)n;
-		n = url_encode(buf + used, len - used, val);
-		if (n < 0) {
-			r = n;
-			break;
-		}
-		used += (size_t)n;
-		first = false;
-	}
-	va_end(ap);
-	return r;
-}
 
 int up_kube_new(uv_loop_t *loop, struct up_kube_context *ctx, struct up_kube **ret)
 {
@@ -205,6 +108,9 @@ static void call_free(struct up_kube_call *c)
 	if (c->timer)
 		uv_close((uv_handle_t *)c->timer, timer_closed);
 	free(c->path);
+	free(c->header_name);
+	if (c->header_value)
+		up_free_secret(c->header_value, strlen(c->header_value));
 	if (c->body) /* an applied Secret: its data are credentials */
 		up_free_secret(c->body, c->body_len);
 	free(c);
@@ -214,10 +120,13 @@ static void call_free(struct up_kube_call *c)
 static void call_finish(struct up_kube_call *c, const struct up_kube_error *err, json_t *obj)
 {
 	up_kube_fn cb = c->cb;
+	up_kube_raw_fn raw = c->raw;
 	void *ud = c->ud;
 
 	call_free(c);
-	if (cb)
+	if (raw)
+		raw(err, 0, NULL, 0, ud);
+	else if (cb)
 		cb(err, obj, ud);
 	json_decref(obj);
 }
@@ -280,6 +189,7 @@ static void really_free(struct up_kube *k)
 	up_list_for_each_safe (pos, tmp, &k->calls) {
 		struct up_kube_call *c = up_container_of(pos, struct up_kube_call, link);
 		c->cb = NULL;
+		c->raw = NULL;
 		call_free(c);
 	}
 	up_http_free(k->http);
@@ -520,12 +430,28 @@ static bool deterministic_500(const struct up_http_result *res)
 	       memmem(res->body, res->body_len, "failed to create typed patch object", 35) != NULL;
 }
 
+/* A raw call's answer, unless it is the API server refusing our own credentials. */
+static bool raw_answer(struct up_kube_call *c, const struct up_http_result *res)
+{
+	up_kube_raw_fn raw = c->raw;
+	void *ud = c->ud;
+
+	if (!raw || res->r < 0 ||
+	    (res->status == 401 && up_kube_is_status(res->body, res->body_len)))
+		return false;
+	call_free(c);
+	raw(NULL, res->status, res->body, res->body_len, ud);
+	return true;
+}
+
 static void on_http_done(struct up_http_req *req, const struct up_http_result *res, void *ud)
 {
 	struct up_kube_call *c = ud;
 
 	(void)req;
 	c->http = NULL;
+	if (raw_answer(c, res))
+		return;
 	if (res->r < 0)
 		transport_error(c, res);
 	else if (res->status == 401)
@@ -601,7 +527,12 @@ static void send_call_now(struct up_kube_call *c)
 		.bearer = cred && cred->token ? cred->token
 			  : k->file_token     ? k->file_token
 					      : ctx->token,
-		.timeout_ms = c->stream ? 0 : UP_KUBE_TIMEOUT_MS,
+		.timeout_ms = c->stream	      ? 0
+			      : c->timeout_ms ? c->timeout_ms
+					      : UP_KUBE_TIMEOUT_MS,
+		.max_body = c->max_body,
+		.header_name = c->header_name,
+		.header_value = c->header_value,
 	};
 	c->state = CALL_RUNNING;
 	r = up_http_start(k->http, &o, on_http_done, c->stream ? on_http_line : NULL, c, &c->http);
@@ -647,6 +578,7 @@ static int call_go(struct up_kube_call *c)
 	c->timer = malloc(sizeof(*c->timer));
 	if (!c->timer) {
 		c->cb = NULL;
+		c->raw = NULL;
 		call_free(c);
 		return -ENOMEM;
 	}
@@ -755,6 +687,50 @@ int up_kube_stream(struct up_kube *k, const char *path, up_kube_line_fn line, up
 	return call_go(c);
 }
 
+int up_kube_raw(struct up_kube *k, const struct up_kube_raw_opts *o, up_kube_raw_fn cb, void *ud,
+		struct up_kube_call **ret)
+{
+	struct up_kube_call *c;
+	int r = call_new(k, o->method, o->path, NULL, ud, &c);
+
+	if (r < 0)
+		return r;
+	c->raw = cb;
+	c->idempotent = false; /* the caller decides: it has a deadline */
+	c->timeout_ms = o->timeout_ms;
+	c->max_body = o->max_body;
+	if (o->header_name && (!(c->header_name = strdup(o->header_name)) ||
+			       !(c->header_value = strdup(o->header_value)))) {
+		c->raw = NULL;
+		call_free(c);
+		return -ENOMEM;
+	}
+	if (o->body && !(c->body = malloc(o->body_len + 1))) {
+		c->raw = NULL;
+		call_free(c);
+		return -ENOMEM;
+	}
+	if (o->body) {
+		memcpy(c->body, o->body, o->body_len);
+		c->body[o->body_len] = '\0';
+		c->body_len = o->body_len;
+		c->content_type = "application/json";
+	}
+	if (ret)
+		*ret = c;
+	return call_go(c);
+}
+
+bool up_kube_is_status(const char *body, size_t len)
+{
+	json_t *st = json_loadb(body, len, 0, NULL);
+	const char *kind = json_string_value(json_object_get(st, "kind"));
+	bool is = kind && strcmp(kind, "Status") == 0;
+
+	json_decref(st);
+	return is;
+}
+
 void up_kube_cancel(struct up_kube_call *c)
 {
 	if (c)
@@ -772,6 +748,7 @@ struct up_kube *up_kube_free(struct up_kube *k)
 		up_list_for_each_safe (pos, tmp, &k->calls) {
 			struct up_kube_call *c = up_container_of(pos, struct up_kube_call, link);
 			c->cb = NULL;
+			c->raw = NULL;
 			call_free(c);
 		}
 		return NULL;

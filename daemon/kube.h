@@ -61,6 +61,28 @@ int up_kube_delete(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,
 /* A long-lived GET whose body arrives line by line (watch=1, or follow=true for logs). */
 int up_kube_stream(struct up_kube *k, const char *path, up_kube_line_fn line, up_kube_fn end,
 		   void *ud, struct up_kube_call **ret) _wur_;
+/*
+ * Any request, answered as it came: for subresources that relay another server's answers
+ * (pods/proxy). `err` is set only for a transport failure or timeout (status 0) or when
+ * the API server refuses our credentials; otherwise `status` and `body` (borrowed for the
+ * callback) are the answer, whoever gave it. Never retried; the body is JSON.
+ */
+typedef void (*up_kube_raw_fn)(const struct up_kube_error *err, long status, const char *body,
+			       size_t len, void *ud);
+struct up_kube_raw_opts {
+	const char *method;
+	const char *path;
+	const char *body; /* copied (and wiped when freed: it may hold credentials); NULL: none */
+	size_t body_len;
+	long timeout_ms; /* the whole request */
+	size_t max_body; /* of the answer; 0 = UP_MAX_KUBE_BODY */
+	/* One more header, e.g. a token for the server behind the proxy (copied, wiped). */
+	const char *header_name, *header_value;
+};
+int up_kube_raw(struct up_kube *k, const struct up_kube_raw_opts *o, up_kube_raw_fn cb, void *ud,
+		struct up_kube_call **ret) _wur_;
+/* Whether an answer's body is a Kubernetes Status object. */
+bool up_kube_is_status(const char *body, size_t len);
 void up_kube_cancel(struct up_kube_call *c);
 
 uv_loop_t *up_kube_loop(const struct up_kube *k);

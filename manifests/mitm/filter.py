@@ -54,6 +54,7 @@ uplink_rules = _sibling("uplink_rules")
 uplink_aws = _sibling("uplink_aws", rules=uplink_rules)
 uplink_io = _sibling("uplink_io", rules=uplink_rules)
 uplink_net = _sibling("uplink_net", rules=uplink_rules)
+uplink_control = _sibling("uplink_control", io=uplink_io)
 # Every name of the modules is a name of filter.py too, as when they were one file: the
 # hooks below use them so, and so do the tests and the benchmark (load_filter()).
 for _mod in (uplink_rules, uplink_aws, uplink_io, uplink_net):
@@ -161,6 +162,10 @@ class UplinkFilter:
         self.open_l4 = {}      # client connection id -> (host, port) of its open relay
         self.ca_bundle = None  # the combined upstream bundle we wrote
         self.refuse_cidrs = ()  # uplink_refuse_cidrs
+        self.control_token = None  # uplink_control_token: the listener runs only with one
+        self.control = None        # uplink_control.Server, once running
+        uplink_control.register("PUT", "/v1/rules", self._put_rules)
+        uplink_control.register("GET", "/v1/status", self._get_status)
 
     @property
     def rules(self):
@@ -182,6 +187,12 @@ class UplinkFilter:
         loader.add_option("uplink_refuse_cidrs", str, "",
                           "Comma-separated CIDRs (e.g. the cluster's service range) the proxy "
                           "never connects to unless a rule names the IP.")
+        loader.add_option("uplink_control_token", str, "",
+                          "Path of the control listener's token (uplinkd's per-session "
+                          "secret); empty: no control listener.")
+        loader.add_option("uplink_control_port", int, uplink_control.CONTROL_PORT,
+                          "Port of the control listener (uplinkd reaches it through the "
+                          "API server's pod proxy).")
 
     def configure(self, updated):
         opts = ctx.options
@@ -199,6 +210,8 @@ class UplinkFilter:
             opts.update(rawtcp=False)
             oplog("info", "rawtcp turned off: only l4_forward rules relay raw TCP")
         self._configure_connections(opts, updated)
+        if "uplink_control_token" in updated:
+            self._read_control_token(opts.uplink_control_token)
         if "uplink_extra_ca" in updated and opts.uplink_extra_ca:
             self._combine_upstream_ca(opts.uplink_extra_ca)
         elif ("ssl_verify_upstream_trusted_ca" in updated and opts.ssl_verify_upstream_trusted_ca
@@ -254,9 +267,49 @@ class UplinkFilter:
 
     def running(self):
         """Rules are also re-read on a timer, not only when traffic comes, so that a reload
-        closes an idle relay whose rule it removed."""
+        closes an idle relay whose rule it removed. The control listener starts here, on
+        mitmproxy's own loop (a hook and a control call never run at once); mitmproxy 8.1
+        calls this hook synchronously after a reload, so the start is a task."""
         self._tick_loop = asyncio.get_running_loop()
         self._tick_loop.call_later(max(self.reload_s, TICK_MIN_S), self._tick)
+        if self.control_token and self.control is None:
+            self.control = uplink_control.Server(self.control_token,
+                                                 ctx.options.uplink_control_port)
+            self._tick_loop.create_task(self._start_control(self.control))
+
+    async def _start_control(self, server):
+        try:
+            await server.start()
+        except OSError as e:
+            oplog("error", f"control: cannot listen on port {server.port} ({e.strerror}); "
+                           "rules reach the proxy through the Secret alone")
+
+    def _read_control_token(self, path):
+        """The token, read once: it lives as long as the session."""
+        self.control_token = None
+        if not path:
+            return
+        try:
+            self.control_token = uplink_control.read_token(path)
+        except (OSError, ValueError) as e:
+            raise exceptions.OptionsError(f"uplink_control_token: {path}: {e}") from None
+
+    async def _put_rules(self, request):
+        """PUT /v1/rules: a whole rules document, parsed as the Secret's file is and swapped
+        in at once; a bad one is refused and the rules in force stay."""
+        if request.json is None:
+            return 400, {"error": "send the rules document as the body"}
+        res = self.rules_file.offer(request.body, "pushed rules")
+        if res is not True:
+            return 400, {"error": res, "generation": self.rules_file.generation}
+        oplog("info", f"rules: loaded {len(self.rules)} rules ({self.rules.n_l4} l4_forward) "
+                      "from the control channel")
+        self._close_revoked_relays()
+        return 200, {"generation": self.rules_file.generation}
+
+    async def _get_status(self, request):
+        return 200, {"generation": self.rules_file.generation, "held": 0,
+                     **uplink_control.status_fields()}
 
     def _tick(self):
         try:
@@ -303,6 +356,9 @@ class UplinkFilter:
         oplog("info", f"upstream trust: {path} = public roots ({roots}) + {extra}")
 
     def done(self):
+        if self.control is not None:
+            self.control.close()
+            self.control = None
         if self.ca_bundle:
             try:
                 os.unlink(self.ca_bundle)

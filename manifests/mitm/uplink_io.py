@@ -97,6 +97,7 @@ class Watched:
     def __init__(self, what, parse, empty):
         self.what, self.parse, self.empty, self.value = what, parse, empty, empty
         self.path, self.key, self.good, self.next_check, self.last_err = "", None, False, 0.0, None
+        self.generation = 0  # versions loaded so far (from the file or pushed)
 
     def set_path(self, path):
         """Watch another file. Until it loads, the last good value stays in force; an empty
@@ -119,23 +120,36 @@ class Watched:
             if key == self.key:
                 return None
             with open(self.path, "rb") as f:
-                value = self.parse(f.read())
+                text = f.read()
+        except OSError as e:
+            return self._refuse(f"cannot read: {e}", self.path)
+        self.key = key  # parse again only when the file changes again
+        return self.offer(text, self.path)
+
+    def offer(self, text, source):
+        """A new version from ``source`` (the file, or the control channel): parsed by the
+        same parser and swapped in whole, or refused with the last good value kept. True
+        when loaded, else the error (never a parser's message: it may quote the text)."""
+        try:
+            value = self.parse(text)
         except Exception as e:  # noqa: BLE001 - RecursionError from deep JSON too: keep the last
             if isinstance(e, RulesError):
                 err = str(e)
-            elif isinstance(e, (OSError, UnicodeDecodeError)):
+            elif isinstance(e, UnicodeDecodeError):
                 err = f"cannot read: {e}"
-            else:  # never the message: a parser's message may quote the file
+            else:
                 err = f"cannot parse: {type(e).__name__}"
-            if not isinstance(e, OSError):
-                self.key = key  # parse again only when the file changes again
-            if err != self.last_err:
-                keep = "keeping the previous version" if self.good else "nothing loaded"
-                oplog("error", f"{self.what}: {self.path}: {err} ({keep})")
-                self.last_err = err
-            return err
-        self.key, self.value, self.good, self.last_err = key, value, True, None
+            return self._refuse(err, source)
+        self.value, self.good, self.last_err = value, True, None
+        self.generation += 1
         return True
+
+    def _refuse(self, err, source):
+        if err != self.last_err:
+            keep = "keeping the previous version" if self.good else "nothing loaded"
+            oplog("error", f"{self.what}: {source}: {err} ({keep})")
+            self.last_err = err
+        return err
 
 
 class _Counter:

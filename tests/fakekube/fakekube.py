@@ -59,6 +59,7 @@ class FakeKube:
         self._faults = []
         self._tokens = set()
         self._revoked = set()
+        self._proxy_addresses = {}    # (ns, pod, port) -> (host, port): pods/proxy targets
         self.pki = None
         self.paths = {}
         self.url = None
@@ -231,6 +232,30 @@ class FakeKube:
                 container = pod["spec"]["containers"][0]["name"]
             self.logs.setdefault((ns, name, container), []).append(text)
             self.store.cond.notify_all()
+
+    def set_proxy_address(self, ns, name, port, address):
+        """pods/proxy to this pod and port goes to `address` ("host:port"; None: forget it).
+        Without the docker kubelet, a pod's address is made up: a test says where to go."""
+        with self._lock:
+            if address is None:
+                self._proxy_addresses.pop((ns, name, port), None)
+            else:
+                host, _, p = address.rpartition(":")
+                self._proxy_addresses[(ns, name, port)] = (host.strip("[]"), int(p))
+
+    def proxy_address(self, ns, name, port, pod_ip):
+        """Where pods/proxy connects: the address a test gave, or the pod's own (the docker
+        kubelet's containers have real ones); ApiError 503 when there is none."""
+        with self._lock:
+            given = self._proxy_addresses.get((ns, name, port))
+        if given is not None:
+            return given
+        if self.kubelet is None:
+            raise E.ApiError(503, "ServiceUnavailable",
+                             "error trying to reach service: dial tcp %s:%d: no route to host "
+                             "(fakekube: no proxy address given for this pod and port)"
+                             % (pod_ip, port))
+        return pod_ip, port
 
     # ------------------------------------------------------------ direct access
 

@@ -13,6 +13,7 @@ import yaml
 
 import fakekube_errors as E
 import fakekube_exec
+import fakekube_proxy
 import fakekube_kinds as K
 import fakekube_openapi
 import fakekube_proto
@@ -339,6 +340,11 @@ class Handler(BaseHTTPRequestHandler):
             raise E.not_found_path()
         name = rest[0] if rest else None
         sub = rest[1] if len(rest) > 1 else None
+        if k.kind == "Pod" and ns is not None and sub == "proxy":
+            prefix = "/api/v1/namespaces/%s/pods/%s/proxy" % (ns, name)
+            if not self._path.startswith(prefix):
+                raise E.not_found_path()
+            return fakekube_proxy.serve(self, ns, name, self._path[len(prefix) + 1:])
         if len(rest) > 2:
             raise E.not_found_path()
         if sub is not None and (k.kind, sub) not in (("Pod", "status"), ("Pod", "log"),
@@ -822,6 +828,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, pod)
             if action == "log":
                 fk.pod_log(ns, name, body.get("text", ""), body.get("container"))
+                return self._send(200, {"ok": True})
+            if action == "proxy-address":
+                fk.set_proxy_address(ns, name, int(body["port"]), body.get("address"))
                 return self._send(200, {"ok": True})
         raise E.ApiError(404, "NotFound", "no such fakekube control endpoint: %s %s"
                          % (method, self._path))
