@@ -95,6 +95,12 @@
 #define UP_MAX_KUBE_URL		8192
 #define UP_KUBE_CRED_SKEW_MS	30000 /* renew an expiring credential this long before it ends */
 
+/* The control channel to a session's proxy (daemon/control.c; manifests/mitm/uplink_control.py
+ * has the same body limit): a request (a rules document), an answer, the time a call may take. */
+#define UP_MAX_CONTROL_BODY   (8 * 1024 * 1024)
+#define UP_MAX_CONTROL_ANSWER (1024 * 1024)
+#define UP_CONTROL_TIMEOUT_MS 10000
+
 /* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
 #define UP_WATCH_TIMEOUT_S	 300
 /* After the agent ended under `uplink run`/`attach`: how long the client waits for the

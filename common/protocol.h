@@ -23,6 +23,15 @@
 #define UP_ANNOT_CWD	    "uplink.dev/cwd"
 #define UP_ANNOT_AGENT	    "uplink.dev/agent"
 
+/*
+ * The control listener in a session's mitm pod (manifests/mitm/uplink_control.py), reached
+ * through the API server's pods/proxy; the token (hex) travels in its own header, since the
+ * API server consumes Authorization when it proxies.
+ */
+#define UP_CONTROL_PORT		8081
+#define UP_CONTROL_TOKEN_HEADER "X-Uplink-Control-Token"
+#define UP_CONTROL_TOKEN_LEN	64 /* hex digits: 32 random bytes */
+
 #define UP_SOCKET_ENV	    "UPLINK_SOCKET"
 #define UP_SOCKET_DIR_NAME  "uplink"
 #define UP_SOCKET_FILE_NAME "uplinkd.sock"

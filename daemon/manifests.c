@@ -176,8 +176,11 @@ static int render_rules(struct render *c)
 {
 	json_t *o = data_object(c, true, UP_MANIFEST_RULES_SECRET);
 	char *text = json_dumps(c->s->rules, JSON_COMPACT);
+	const char *token = c->s->control_token;
 	int r = o && text ? manifests_data_put(o, true, "rules.json", text, strlen(text)) : -ENOMEM;
 
+	if (r == 0 && token)
+		r = manifests_data_put(o, true, UP_MANIFEST_CONTROL_KEY, token, strlen(token));
 	if (text)
 		up_free_secret(text, strlen(text));
 	if (r < 0)
@@ -496,6 +499,9 @@ static int render_mitm(struct render *c)
 		r = mitm_extras(c->s->extras, &c->s->asked, pod);
 	if (r == 0)
 		r = mitm_refuse_cidrs(c, pod);
+	if (r == 0 && c->s->control_token) /* the rules Secret is mounted at /rules */
+		r = set_option(manifests_dig(pod, "spec.containers.0.args"),
+			       "uplink_control_token=/rules/" UP_MANIFEST_CONTROL_KEY);
 	return add_pod_and_service(c, pod, svc, r);
 }
 

@@ -19,7 +19,8 @@
  */
 #define UP_MANIFEST_ADDON_CONFIGMAP "mitm-addon" /* one key per addon file; mounted by the mitm */
 #define UP_MANIFEST_RULES_SECRET    "rules-json" /* key rules.json; mitm only */
-#define UP_MANIFEST_CERTS_SECRET    "mitm-certs" /* mitmproxy's confdir; mitm only */
+#define UP_MANIFEST_CONTROL_KEY	    "control-token"   /* of rules-json: the control listener's */
+#define UP_MANIFEST_CERTS_SECRET    "mitm-certs"      /* mitmproxy's confdir; mitm only */
 #define UP_MANIFEST_AWS_SECRET	    "aws-sigv4-creds" /* key creds.json; mitm only */
 #define UP_MANIFEST_AWS_KEY	    "creds.json"
 #define UP_MANIFEST_CA_CONFIGMAP    "uplink-ca" /* key ca.crt, the certificate alone; agent */

@@ -125,6 +125,10 @@ struct up_session {
 	unsigned plan_missing;
 	bool plan_unread, plan_available;
 	const char *plan_unasked;
+	/* control.c: the proxy's control token (secret; empty after a restart until read back
+	 * from the rules Secret), and the rules push in flight */
+	char control_token[UP_CONTROL_TOKEN_LEN + 1];
+	struct up_control_push *control_push;
 	/* session-ranges.c: the wait for the cluster's Service ranges, before rendering */
 	struct up_waiter *ranges_wait;
 	bool ranges_waited;

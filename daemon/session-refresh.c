@@ -12,7 +12,8 @@
  *
  * Work runs on the threadpool (exports, prepare) or through the async resolver; then the
  * rendered Secret is updated and applied again (server-side apply), Kubernetes updates
- * the mounted file, and the addon reloads it when it changes. A failure is retried with
+ * the mounted file, and the addon reloads it when it changes; new rules also go to the
+ * proxy at once over the control channel (control.c). A failure is retried with
  * capped backoff; if the credential expires anyway the user gets one desktop notification
  * per kind (again only after a success).
  *
@@ -41,6 +42,7 @@
 #include "aws.h"
 #include "backoff.h"
 #include "bounds.h"
+#include "control.h"
 #include "fileio.h"
 #include "jsonrpc.h"
 #include "knobs.h"
@@ -300,6 +302,11 @@ static void apply_rules(struct session_refresh *rf)
 
 	if (text)
 		up_free_secret(text, strlen(text));
+	/* The proxy gets them at once over the control channel; the Secret (source of truth
+	 * after a restart) reaches it when the kubelet updates the volume, push or no push. */
+	if (r >= 0)
+		up_control_push_rules(rf->s, rules);
+	up_json_wipe(rules);
 	json_decref(rules);
 	for (int k = 0; r < 0 && k < _CRED_MAX; k++)
 		if (rf->rules & (1u << k))

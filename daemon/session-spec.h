@@ -68,7 +68,10 @@ struct up_session_spec {
 	const json_t *rules;		 /* secret: the proxy's rules document (version 1) */
 	const char *ca_cert_pem;	 /* the session CA (daemon/ca.h) */
 	const char *ca_key_pem;		 /* secret */
-	const char *addon_source;	 /* filter.py; NULL = the one next to the templates */
+	/* secret: the control listener's token (UP_CONTROL_TOKEN_LEN hex digits), in the rules
+	 * Secret; NULL = no control listener */
+	const char *control_token;
+	const char *addon_source; /* filter.py; NULL = the one next to the templates */
 	/* The mitm Service's cluster IP, mapped to "mitm" by a hostAliases entry. NULL: the
 	 * agent pod is rendered without it; up_manifests_set_mitm_ip() adds it once known. */
 	const char *mitm_cluster_ip;

@@ -19,6 +19,7 @@
 #include "ca.h"
 #include "cluster.h"
 #include "config-file.h"
+#include "control.h"
 #include "fileio.h"
 #include "image.h"
 #include "jsonrpc.h"
@@ -568,6 +569,7 @@ static int render(struct up_session *s, char *err, size_t len)
 		.rules = rules,
 		.ca_cert_pem = s->ca->cert_pem,
 		.ca_key_pem = s->ca->key_pem,
+		.control_token = s->control_token,
 		.extras = s->o.extra ? &s->o.extra->out : NULL,
 		.asked = s->o.asked,
 		.refuse_cidrs = session_ranges(s),
@@ -576,6 +578,8 @@ static int render(struct up_session *s, char *err, size_t len)
 	int r;
 
 	session_host_ids(&spec.uid, &spec.gid);
+	if (!s->control_token[0] && up_control_token_new(s->control_token) < 0)
+		spec.control_token = NULL; /* no listener: the Secret alone carries the rules */
 	if (contrib)
 		spec.contrib = *contrib;
 	r = rules ? up_manifests_render(s->all->tpl, &spec, &s->objects, err, len) : -ENOMEM;
@@ -648,6 +652,8 @@ void up_session_free(struct up_session *s)
 	up_list_remove(&s->link);
 	session_life_free(s);
 	session_refresh_free(s);
+	up_control_push_free(s);
+	explicit_bzero(s->control_token, sizeof(s->control_token));
 	if (s->timer)
 		uv_close((uv_handle_t *)s->timer, timer_closed);
 	session_agent_free(s);

@@ -111,6 +111,38 @@ static void test_sentinels_only_in_rules_secret(void **state)
 	json_decref(objs);
 }
 
+/* The control listener's token: in the rules Secret (mounted by the mitm alone, which reads it
+ * at the path its option names) and in no other object, the agent pod's included. */
+static void test_control_token_only_in_rules_secret(void **state)
+{
+	static const char token[] =
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	struct up_session_spec s = base_spec();
+	char where[512];
+	json_t *objs, *arg, *vol;
+	size_t i;
+	bool set = false;
+
+	s.control_token = token;
+	objs = render(&s);
+	holders(objs, token, where, sizeof(where));
+	assert_string_equal(where, "Secret/rules-json");
+	json_array_foreach (at(find(objs, "Pod", "mitm"), "spec.containers[0].args"), i, arg)
+		set |= streq(json_string_value(arg), "uplink_control_token=/rules/control-token");
+	assert_true(set);
+	json_array_foreach (at(find(objs, "Pod", "agent"), "spec.volumes"), i, vol) {
+		const char *name = json_string_value(at(vol, "secret.secretName"));
+		assert_false(name && streq(name, "rules-json"));
+	}
+	json_decref(objs);
+	/* without a token, no listener */
+	s.control_token = NULL;
+	objs = render(&s);
+	json_array_foreach (at(find(objs, "Pod", "mitm"), "spec.containers[0].args"), i, arg)
+		assert_null(strstr(json_string_value(arg), "uplink_control_token"));
+	json_decref(objs);
+}
+
 static void test_mitm_secrets_content(void **state)
 {
 	struct up_session_spec s = base_spec();
@@ -136,7 +168,7 @@ static void test_mitm_secrets_content(void **state)
 	size_t n_files = 0;
 	for (; (text = up_manifests_addon_file(tpl, n_files, &name)); n_files++)
 		assert_string_equal(json_string_value(json_object_get(addon, name)), text);
-	assert_int_equal(n_files, 5);
+	assert_int_equal(n_files, 6);
 	assert_int_equal(json_object_size(addon), n_files);
 	free(h);
 	free(r);
@@ -466,6 +498,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ca_key_only_in_mitm_secret),
 		cmocka_unit_test(test_sentinels_only_in_rules_secret),
+		cmocka_unit_test(test_control_token_only_in_rules_secret),
 		cmocka_unit_test(test_mitm_secrets_content),
 		cmocka_unit_test(test_bad_specs_refused),
 		cmocka_unit_test(test_ssh_holder),

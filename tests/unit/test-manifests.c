@@ -63,6 +63,9 @@ static const struct row posture[] = {
 	{"NetworkPolicy", "mitm-policy", "spec.ingress[0].from[0].podSelector.matchLabels.app", STR,
 	 "agent", 0},
 	{"NetworkPolicy", "mitm-policy", "spec.ingress[0].ports[0].port", INT, NULL, 8080},
+	/* the proxy port alone: no pod reaches the control listener (8081) */
+	{"NetworkPolicy", "mitm-policy", "spec.ingress[0].ports", SIZE, NULL, 1},
+	{"NetworkPolicy", "mitm-policy", "spec.ingress[0].from", SIZE, NULL, 1},
 	{"NetworkPolicy", "mitm-policy", "spec.egress", SIZE, NULL, 1},
 	{"NetworkPolicy", "mitm-policy", "spec.egress[0].ports", ABSENT, NULL, 0},
 	{"NetworkPolicy", "mitm-policy", "spec.egress[0].to", SIZE, NULL, 2},
@@ -162,7 +165,7 @@ static const struct row posture[] = {
 	{"Secret", "mitm-certs", "data", SIZE, NULL, 3},
 	{"Secret", "mitm-certs", "type", STR, "Opaque", 0},
 	{"Secret", "rules-json", "data", SIZE, NULL, 1},
-	{"ConfigMap", "mitm-addon", "data", SIZE, NULL, 5},
+	{"ConfigMap", "mitm-addon", "data", SIZE, NULL, 6},
 	{"Secret", "claude-settings", "data", SIZE, NULL, 1},
 	{"ConfigMap", "claude-md", "data.CLAUDE~md", STR, "# sandbox\n", 0},
 };
