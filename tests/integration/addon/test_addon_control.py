@@ -117,9 +117,8 @@ def test_pushed_rules_apply_to_the_next_request_on_a_kept_alive_connection(ctl):
 
 def test_a_wrong_or_missing_token_is_401_and_changes_nothing(ctl):
     p, c = ctl
-    p.set_rules([rule("one", HOST, ["/one"])])
-    c.call("PUT", "/v1/rules", json.loads(rules_doc([rule("one", HOST, ["/one"])])))
-    _, before = c.call("GET", "/v1/status")
+    assert c.call("PUT", "/v1/rules", json.loads(rules_doc([rule("one", HOST, ["/one"])])))[0] \
+        == 200
     open_all = json.loads(rules_doc([rule("all", ".*")]))
     attempts = [
         dict(token=False),
@@ -134,9 +133,7 @@ def test_a_wrong_or_missing_token_is_401_and_changes_nothing(ctl):
         for method, path, body in (("PUT", "/v1/rules", open_all), ("GET", "/v1/status", None),
                                    ("GET", "/nothing-here", None)):
             assert c.call(method, path, body, **a) == (401, {"error": "unauthorized"}), a
-    _, after = c.call("GET", "/v1/status")
-    assert after["generation"] == before["generation"]
-    agent = Agent(p)
+    agent = Agent(p)  # the catch-all pushed with a wrong token is not in force
     try:
         assert agent.get("/two")[0] == 403
     finally:
