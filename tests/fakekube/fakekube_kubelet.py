@@ -16,6 +16,7 @@ import threading
 import time
 
 import fakekube_errors as E
+import fakekube_netpol
 from fakekube_docker import (LABEL, Docker, DockerError, bounding_caps, container_env,
                              projected_files, write_projected)
 from fakekube_kinds import BY_KIND
@@ -224,6 +225,7 @@ class PodWorker:
         self.volume_rv = {}           # volume name -> resourceVersion written
         self.dead = False
         self.egress = False
+        self.ingress = {}             # container id -> the ingress rules put in its netns
         self.lock = threading.Lock()
 
     def current(self):
@@ -395,6 +397,7 @@ class PodWorker:
             return
         if not pod["spec"].get("hostNetwork"):
             self._no_default_route(info)
+            self._ingress(self.current() or pod)  # before anything can connect
         self._event("Normal", "Started", "Started container %s" % c["name"])
         self._running(pod, c, cid, info)
         threading.Thread(target=self._wait, args=(pod, c, cid), daemon=True).start()
@@ -468,6 +471,7 @@ class PodWorker:
             if pod["spec"].get("restartPolicy", "Always") != "Always":
                 return
             self.kl.docker.run("start", cid, check=False)
+            self.ingress.pop(cid, None)  # a new network namespace: the next sync fills it
 
     # ------------------------------------------------------------ sync and kill
 
@@ -482,9 +486,25 @@ class PodWorker:
                                    check=False)
                 self._no_default_route(self.kl.docker.inspect(cid) or {})
             self.egress = True
+        if not pod["spec"].get("hostNetwork"):
+            self._ingress(pod)
         group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
         for v in pod["spec"].get("volumes") or []:
             self._volume(pod, v, group, initial=False)
+
+    def _ingress(self, pod):
+        """The ingress NetworkPolicies, enforced in each running container's network
+        namespace (fakekube_netpol.py), again whenever what they admit changes."""
+        rules = fakekube_netpol.allowed(self.kl.store, pod)
+        net = self.kl.nets.get(self.ns)
+        if net is None:
+            return
+        for cid in list(self.cids.values()):
+            if self.ingress.get(cid, "unset") == rules:
+                continue
+            pid = ((self.kl.docker.inspect(cid) or {}).get("State") or {}).get("Pid")
+            if pid and fakekube_netpol.enforce(pid, net[1] + ".1", rules):
+                self.ingress[cid] = rules
 
     def kill(self, grace, remove_pod):
         """Stops the containers (SIGTERM, SIGKILL after `grace` s) and removes them."""

@@ -128,3 +128,35 @@ def test_namespaces_after_a_deleted_one_get_their_own_network(fk):
     for ns in ("b", "c"):
         fk.wait_for(lambda: (fk.get("Pod", ns, "p")["status"].get("phase") == "Running"),
                     timeout=120)
+
+
+def test_ingress_policies_are_enforced(fk):
+    """A pod selected for Ingress admits its policy's peers on its ports, and the node
+    always; the same pod's other port, and other pods, get nothing."""
+    fk.create("NetworkPolicy", "t", {"metadata": {"name": "srv"}, "spec": {
+        "podSelector": {"matchLabels": {"app": "srv"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "cli"}}}],
+                     "ports": [{"protocol": "TCP", "port": 8080}]}]}})
+    fk.create("Pod", "t", pod("srv", "python3 -m http.server 8080 & exec python3 -m http.server "
+                                     "8081", container={"image": "uplink-test/mitmproxy:8",
+                                                        "readinessProbe": {"tcpSocket": {
+                                                            "port": 8081}}}))
+    ip = fk.wait_for(lambda: (fk.get("Pod", "t", "srv").get("status") or {}).get("podIP")
+                     if (fk.get("Pod", "t", "srv").get("status") or {}).get("conditions") and
+                     all(c.get("ready") for c in fk.get("Pod", "t", "srv")["status"].get(
+                         "containerStatuses") or [{}]) else None, timeout=120)
+    probe = ("while :; do for p in 8080 8081; do if timeout 2 bash -c \"echo > /dev/tcp/%s/$p\" "
+             "2>/dev/null; then echo \"$p open\"; else echo \"$p shut\"; fi; done; sleep 0.5; "
+             "done" % ip)
+    for name in ("cli", "other"):
+        fk.create("Pod", "t", pod(name, probe, container={"command": ["bash", "-c", probe]}))
+
+    def seen(name, line):
+        return any(ln.strip() == line for ln in fk.logs.get(("t", name, "c"), []))
+    fk.wait_for(lambda: seen("cli", "8080 open") and seen("cli", "8081 shut")
+                and seen("other", "8080 shut") and seen("other", "8081 shut"), timeout=120)
+    assert not seen("cli", "8081 open") and not seen("other", "8080 open")
+    # the node (fakekube itself: the kubelet's probes, the API server's pods/proxy) gets in
+    import socket
+    for port in (8080, 8081):
+        socket.create_connection((ip, port), timeout=5).close()
