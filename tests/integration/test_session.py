@@ -76,6 +76,17 @@ def test_security_posture_of_the_objects(env):
     for cm in fk.list("ConfigMap", ns):
         assert TOKEN not in json.dumps(cm)
     assert TOKEN not in json.dumps(agent)
+    # The control listener's token: in the rules Secret alone, which only the mitm mounts; no
+    # pod may reach the listener's port (the mitm admits the agent on 8080 only).
+    ctl = secrets["rules-json"]["control-token"]
+    assert re.fullmatch(r"[0-9a-f]{64}", ctl)
+    assert [name for name, data in secrets.items() if any(ctl in v for v in data.values())] \
+        == ["rules-json"]
+    assert all(ctl not in json.dumps(o) for kind in ("Pod", "ConfigMap")
+               for o in fk.list(kind, ns))
+    assert "uplink_control_token=/rules/control-token" in mitm["spec"]["containers"][0]["args"]
+    assert [r["ports"] for r in pols["mitm-policy"]["ingress"]] == [[{"protocol": "TCP",
+                                                                     "port": 8080}]]
 
 
 def test_second_run_does_not_rebuild(env):
