@@ -11,6 +11,7 @@
  *   kube-probe ... delete PATH...
  *   kube-probe ... watch KIND SELECTOR EVENTS [SECONDS]
  *   kube-probe ... logs NAMESPACE POD CONTAINER LINES [SECONDS]
+ *   kube-probe ... raw METHOD PATH TIMEOUT-MS [BODY [HEADER VALUE]]   (up_kube_raw)
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -141,6 +142,42 @@ static void on_log_end(const struct up_kube_error *err, json_t *obj, void *ud)
 	uv_stop(loop);
 }
 
+static void on_raw(const struct up_kube_error *err, long status, const char *body, size_t len,
+		   void *ud)
+{
+	json_t *line = json_pack("{s:s, s:b, s:I, s:s%}", "op", "raw", "ok", err == NULL, "status",
+				 (json_int_t)status, "body", body ? body : "", len);
+
+	(void)ud;
+	if (err)
+		(void)json_object_set_new(line, "error",
+					  json_pack("{s:i, s:I, s:s, s:s}", "r", err->r, "code",
+						    (json_int_t)err->code, "reason", err->reason,
+						    "message", err->message));
+	char *s = json_dumps(line, JSON_COMPACT);
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(line);
+	failures += err != NULL;
+	uv_stop(loop);
+}
+
+static int raw(int argc, char **argv)
+{
+	struct up_kube_raw_opts o = {
+		.method = argv[1],
+		.path = argv[2],
+		.timeout_ms = atol(argv[3]),
+		.body = argc > 4 ? argv[4] : NULL,
+		.body_len = argc > 4 ? strlen(argv[4]) : 0,
+		.header_name = argc > 6 ? argv[5] : NULL,
+		.header_value = argc > 6 ? argv[6] : NULL,
+	};
+
+	return up_kube_raw(kube, &o, on_raw, NULL, NULL);
+}
+
 static void on_deadline(uv_timer_t *t)
 {
 	(void)t;
@@ -191,6 +228,8 @@ static int run(int argc, char **argv)
 		uv_unref((uv_handle_t *)&deadline);
 		r = up_kube_watch_new(kube, argv[1], *argv[2] ? argv[2] : NULL, on_event, on_state,
 				      &w, &w);
+	} else if (!strcmp(cmd, "raw") && argc >= 4 && argc <= 7) {
+		r = raw(argc, argv);
 	} else if (!strcmp(cmd, "logs") && (argc == 5 || argc == 6)) {
 		char path[512], full[1024];
 		want_events = atol(argv[4]);
