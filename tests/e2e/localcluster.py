@@ -33,6 +33,7 @@ UPSTREAM_HOSTS = ("api.anthropic.com", "console.anthropic.com", "platform.claude
 ANSWER = "The fake upstream says: blue-harbor-42"
 LABEL = "uplink-e2e"
 MITM_IMAGE = "uplink-test/mitmproxy:8"
+REGISTRY_DATA = "/var/lib/agent-uplink-registry"     # manifests/registry-deployment.yaml
 
 
 def unavailable():
@@ -167,7 +168,11 @@ class LocalCluster:
         self.fk = FakeKube(self.tmp / "fakekube", ready_delay=0, terminate_delay=1.0,
                            kubelet=dict(docker_host=self.docker_host,
                                         egress_network=self.egress,
-                                        host_dir=str(STATE / "node-host"),
+                                        # the node is this machine (uplink mounts the
+                                        # user's files by hostPath), but the registry's
+                                        # storage is the state folder's: the image cache
+                                        host_dir="/", host_map={REGISTRY_DATA: str(
+                                            STATE / "node-host" / REGISTRY_DATA.lstrip("/"))},
                                         egress_hosts=["%s:%s" % (h, self.upstream_ip)
                                                       for h in UPSTREAM_HOSTS])).start()
         self.kubeconfig = self.fk.kubeconfig

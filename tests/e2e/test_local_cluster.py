@@ -277,3 +277,18 @@ def test_no_real_token_in_the_agent_container(cluster, detached):
     assert r.stdout.rstrip().endswith("done"), r
     for s in secrets_:
         assert s not in r.stdout, r.stdout[-2000:]
+
+
+def test_agent_works_in_the_users_own_folder(cluster, daemon, detached):
+    """uplink mounts the user's working folder and ~/.claude.json by hostPath: the agent
+    reads and writes the user's own files (the node is this machine, as with a local k3s)."""
+    sid, cid = detached
+    proj = daemon.home / "proj"
+    (proj / "from-the-host.txt").write_text("written on the host\n")
+    r = cluster.docker("exec", "-u", str(UID), "-w", str(proj), cid, "sh", "-c",
+                       "cat from-the-host.txt && echo from the agent > from-the-agent.txt && "
+                       "test -f %s/.claude.json && echo claude.json is a file" % daemon.home,
+                       check=False)
+    assert r.stdout == "written on the host\nclaude.json is a file\n", r
+    made = proj / "from-the-agent.txt"
+    assert made.read_text() == "from the agent\n" and made.stat().st_uid == UID

@@ -40,13 +40,15 @@ def _netpol_allows_egress(pol):
 
 class DockerKubelet(Lifecycle):
     def __init__(self, store, logs, docker_host, node_dir, egress_network=None,
-                 egress_hosts=(), host_dir=None):
+                 egress_hosts=(), host_dir=None, host_map=None):
         super().__init__(store)
         self.docker = Docker(docker_host)
         self.logs = logs
         self.node_dir = os.path.abspath(node_dir)
         # hostPath volumes live here (the node's "/"): kept between runs if the caller wants
         self.host_dir = os.path.abspath(host_dir or os.path.join(node_dir, "host"))
+        # {node path: folder}: hostPaths at or under a node path live in that folder instead
+        self.host_map = {k.rstrip("/"): os.path.abspath(v) for k, v in (host_map or {}).items()}
         self.egress_network = egress_network
         self.egress_hosts = list(egress_hosts)       # "name:ip" for pods on egress
         self.instance = secrets.token_hex(4)
@@ -332,12 +334,28 @@ class PodWorker:
                     write_projected(vdir, files, v[key], group)
                     self.volume_rv[v["name"]] = rv
                 return True
+        if initial and "hostPath" in v:
+            return self._host_path(v)
         if initial and "emptyDir" in v and v["emptyDir"].get("medium") != "Memory":
             os.makedirs(vdir, exist_ok=True)
             os.chmod(vdir, 0o1777 if group is None else 0o2775)
             if group is not None:
                 os.chown(vdir, -1, group)
         return True
+
+    def _host_path(self, v):
+        """The kubelet's hostPath type check (DirectoryOrCreate and FileOrCreate create):
+        until it passes, FailedMount events and the pod waits, as on a real node."""
+        from fakekube_kubelet_args import host_path_check
+        while True:
+            why = host_path_check(self.kl, v["hostPath"])
+            if why is None or self.dead:
+                return why is None
+            self._event("Warning", "FailedMount", 'MountVolume.SetUp failed for volume "%s" : '
+                        "hostPath type check failed: %s" % (v["name"], why))
+            time.sleep(PULL_BACKOFF)
+            if self.current() is None:
+                return False
 
     def _pull(self, c):
         image = c["image"]

@@ -2,6 +2,7 @@
 command/args, env, workingDir, securityContext, volumes, hostAliases, DNS and network."""
 
 import os
+import stat
 
 import fakekube_errors as E
 from fakekube_docker import LABEL, container_env
@@ -41,6 +42,47 @@ def _security(kl, pod, c):
     return a
 
 
+def host_path(kl, path):
+    """Where the node's PATH is on this machine: under kl.host_dir ("/" for this machine's
+    own files), or in kl.host_map's folder for a path at or under one of its keys."""
+    path = os.path.normpath("/" + path.lstrip("/"))
+    for node, folder in kl.host_map.items():
+        if path == node or path.startswith(node + "/"):
+            return os.path.join(folder, os.path.relpath(path, node))
+    return os.path.join(kl.host_dir, path.lstrip("/"))
+
+
+# hostPath type: (test, what it is not) for the types that must already exist
+_HOST_TYPES = {"Directory": (os.path.isdir, "is not a directory"),
+               "File": (os.path.isfile, "is not a file"),
+               "Socket": (lambda p: stat.S_ISSOCK(os.stat(p).st_mode), "is not a socket"),
+               "CharDevice": (lambda p: stat.S_ISCHR(os.stat(p).st_mode),
+                              "is not a character device"),
+               "BlockDevice": (lambda p: stat.S_ISBLK(os.stat(p).st_mode),
+                               "is not a block device")}
+
+
+def host_path_check(kl, hp):
+    """None when the hostPath volume HP may be mounted (made first for the *OrCreate types,
+    as the kubelet does: a folder 0755, an empty file 0644), else why not."""
+    src, typ = host_path(kl, hp["path"]), hp.get("type") or ""
+    if typ == "DirectoryOrCreate":
+        os.makedirs(src, mode=0o755, exist_ok=True)
+        return None if os.path.isdir(src) else "%s is not a directory" % hp["path"]
+    if typ == "FileOrCreate":
+        if not os.path.exists(src) and os.path.isdir(os.path.dirname(src)):
+            os.close(os.open(src, os.O_CREAT | os.O_WRONLY, 0o644))
+        return None if os.path.isfile(src) else "%s is not a file" % hp["path"]
+    if typ in _HOST_TYPES:
+        test, not_it = _HOST_TYPES[typ]
+        return None if os.path.exists(src) and test(src) else "%s %s" % (hp["path"], not_it)
+    if typ:
+        return 'unknown hostPath type "%s"' % typ
+    if not os.path.exists(src):          # "": no check; docker makes a missing source a folder
+        os.makedirs(src, exist_ok=True)
+    return None
+
+
 def _mounts(w, pod, c):
     vols = {v["name"]: v for v in pod["spec"].get("volumes") or []}
     a = []
@@ -53,8 +95,7 @@ def _mounts(w, pod, c):
             a += ["--tmpfs", "%s:mode=1777" % m["mountPath"]]
             continue
         if "hostPath" in v:
-            src = os.path.join(w.kl.host_dir, v["hostPath"]["path"].lstrip("/"))
-            os.makedirs(src, exist_ok=True)
+            src = host_path(w.kl, v["hostPath"]["path"])
         else:
             src = os.path.join(w.dir, "volumes", m["name"])
         if m.get("subPath"):

@@ -160,3 +160,34 @@ def test_ingress_policies_are_enforced(fk):
     import socket
     for port in (8080, 8081):
         socket.create_connection((ip, port), timeout=5).close()
+
+
+def test_host_path_types_are_checked_as_on_a_node(fk, tmp_path):
+    """File and Directory must exist (FailedMount until they do), *OrCreate make them, and
+    host_map puts a node path elsewhere; a File is mounted as that file, not a folder."""
+    kl = fk.store.life
+    node = Path(kl.host_dir)
+    (node / "etc").mkdir(parents=True)
+    (node / "etc" / "f.json").write_text("{}")
+    kl.host_map["/var/data"] = str(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").mkdir()
+
+    def hp(name, path, typ, mount):
+        return ({"name": name, "hostPath": {"path": path, "type": typ}},
+                {"name": name, "mountPath": mount})
+    vols = [hp("f", "/etc/f.json", "File", "/f.json"), hp("d", "/var/data/x", "DirectoryOrCreate",
+                                                          "/d"),
+            hp("n", "/etc/new", "FileOrCreate", "/new")]
+    fk.create("Pod", "t", pod("ok", "cat /f.json; test -d /d && test -f /new && echo fine",
+                              container={"volumeMounts": [m for _, m in vols]},
+                              volumes=[v for v, _ in vols]))
+    p = phase(fk, "ok", "Succeeded", "Failed")
+    assert p["status"]["phase"] == "Succeeded", fk.logs.get(("t", "ok", "c"))
+    assert "".join(fk.logs[("t", "ok", "c")]) == "{}fine\n"
+    assert (tmp_path / "elsewhere" / "x").is_dir() and not (node / "var").exists()
+    v, m = hp("gone", "/etc/missing.json", "File", "/m.json")
+    fk.create("Pod", "t", pod("bad", "true", container={"volumeMounts": [m]}, volumes=[v]))
+    fk.wait_for(lambda: any("hostPath type check failed: /etc/missing.json is not a file"
+                            in e["message"] for e in fk.list("Event", "t")), timeout=60)
+    assert fk.get("Pod", "t", "bad")["status"].get("phase") == "Pending"
+    assert not (node / "etc" / "missing.json").exists()
