@@ -139,8 +139,13 @@ def _test_ca(d):
 
 
 class LocalCluster:
-    def __init__(self, tmp):
+    live = False
+
+    def __init__(self, tmp, registry_dir=None):
+        """REGISTRY_DIR: the in-cluster registry's storage (default: the state folder's,
+        kept between runs; an empty folder gives a registry without the agent image)."""
         self.tmp = Path(tmp)
+        self.registry_dir = str(registry_dir or STATE / "node-host" / REGISTRY_DATA.lstrip("/"))
         self.dockerd = Dockerd(STATE)
         self.docker_host = self.dockerd.host
         self.instance = secrets.token_hex(3)
@@ -171,8 +176,8 @@ class LocalCluster:
                                         # the node is this machine (uplink mounts the
                                         # user's files by hostPath), but the registry's
                                         # storage is the state folder's: the image cache
-                                        host_dir="/", host_map={REGISTRY_DATA: str(
-                                            STATE / "node-host" / REGISTRY_DATA.lstrip("/"))},
+                                        host_dir="/",
+                                        host_map={REGISTRY_DATA: self.registry_dir},
                                         egress_hosts=["%s:%s" % (h, self.upstream_ip)
                                                       for h in UPSTREAM_HOSTS])).start()
         self.kubeconfig = self.fk.kubeconfig
@@ -213,6 +218,14 @@ class LocalCluster:
             ids = self.networks(label)
             if ids:
                 self.docker("network", "rm", *ids, check=False)
+
+    def kubectl(self, *args, timeout=120):
+        return subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def run_flags(self):
+        """What `uplink run` needs here: the stand-in mitm image, the upstreams' test CA."""
+        return ["--mitmproxy-image", MITM_IMAGE, "--mitm-ca-cert", str(self.ca_cert)]
 
     def requests(self):
         if not self.requests_path.exists():

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import ANSWER, HERE, LocalCluster, unavailable
-from uplinktest import ROOT, Daemon, sanitized, uplink_bin, wait_for
+from localcluster import ANSWER, HERE
+from uplinktest import ROOT, Daemon, uplink_bin, wait_for
 
 TOKEN = "sk-ant-oat01-UPLINK-E2E-REAL-" + "5" * 24
 REFRESH = "sk-ant-ort01-UPLINK-E2E-REAL-" + "6" * 24
@@ -24,22 +24,6 @@ REFRESH = "sk-ant-ort01-UPLINK-E2E-REAL-" + "6" * 24
 # 1000) to them, and Claude Code refuses to skip permission prompts as root.
 UID = 1000
 AS_USER = ["setpriv", "--reuid=%d" % UID, "--regid=%d" % UID, "--clear-groups"]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    why = unavailable()
-    if why:
-        pytest.skip("no local cluster: " + why)
-    if sanitized():
-        pytest.skip("the local cluster runs with the normal build only (minutes per run; "
-                    "the sanitizers see the same code in tests/integration)")
-    tmp = Path(tempfile.mkdtemp(prefix="uple2e-", dir="/tmp"))
-    tmp.chmod(0o755)      # the user's uplinkd reads the test CA here
-    lc = LocalCluster(tmp).start()
-    yield lc
-    lc.stop()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def user_daemon(cluster, extra_env=None, expires_in_s=30 * 86400,
@@ -97,8 +81,8 @@ def end_daemon(d, secrets_=(TOKEN, REFRESH)):
 
 
 @pytest.fixture(scope="module")
-def daemon(cluster):
-    d = user_daemon(cluster)
+def daemon(local):
+    d = user_daemon(local)
     yield d
     end_daemon(d)
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from localcluster import ANSWER
-from test_local_cluster import (AS_USER, agent_containers, cluster,  # noqa: F401
-                                end_daemon, uplink, user_daemon)
+from test_local_cluster import AS_USER, agent_containers, end_daemon, uplink, user_daemon
 from test_local_cluster_sessions import wait_gone
 from uplinktest import SLOW, uplink_bin
 
@@ -33,8 +32,8 @@ READY = ("? for shortcuts", "shift+tab to cycle")
 
 
 @pytest.fixture(scope="module")
-def daemon(cluster):  # noqa: F811
-    d = user_daemon(cluster, machine_id="a1b2c3d4e5f60718293a4b5c6d7e8f90")
+def daemon(local):
+    d = user_daemon(local, machine_id="a1b2c3d4e5f60718293a4b5c6d7e8f90")
     yield d
     end_daemon(d)
 
@@ -127,7 +126,7 @@ def session_ids(daemon):
 
 
 def test_interactive_answer_survives_the_client_and_shows_in_two_terminals(
-        cluster, daemon, tmp_path):  # noqa: F811
+        cluster, daemon, tmp_path):
     tmp_path.chmod(0o755)
     t = Tmux(tmp_path, daemon)
     before = session_ids(daemon)

@@ -13,9 +13,8 @@ import time
 import pytest
 
 from localcluster import ANSWER
-from test_local_cluster import (AS_USER, REFRESH, TOKEN, UID, agent_containers, cluster,  # noqa: F401
-                                end_daemon, run_detached, uplink, user_daemon,
-                                wait_until_synced)
+from test_local_cluster import (AS_USER, REFRESH, TOKEN, UID, agent_containers, end_daemon,
+                                run_detached, uplink, user_daemon, wait_until_synced)
 from uplinktest import TokenServer, uplink_bin, wait_for
 
 MITM = ["--mitmproxy-image", "uplink-test/mitmproxy:8"]
@@ -24,8 +23,8 @@ ESCAPES = re.compile(r"\x1b(\[[0-9;?>=!]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)
 
 
 @pytest.fixture(scope="module")
-def daemon(cluster):  # noqa: F811
-    d = user_daemon(cluster)
+def daemon(local):
+    d = user_daemon(local)
     yield d
     end_daemon(d)
 
@@ -130,7 +129,7 @@ def attached_screen(cluster, daemon, sid, cid):
     return t.screen()
 
 
-def test_daemon_killed_under_a_session_adopts_it(cluster, daemon):  # noqa: F811
+def test_daemon_killed_under_a_session_adopts_it(cluster, daemon):
     sid, cid = run_detached(cluster, daemon)
     wait_for(lambda: words(agent_pane(cluster, cid)), timeout=120, what="Claude Code to draw")
     daemon.stop(signal.SIGKILL)
@@ -155,7 +154,7 @@ def new_session_ns(cluster, known):
     return None
 
 
-def test_client_killed_while_the_pods_start_leaves_nothing(cluster, daemon):  # noqa: F811
+def test_client_killed_while_the_pods_start_leaves_nothing(cluster, daemon):
     pods = cluster.docker("ps", "-a", "--format", '{{.Label "uplink-fakekube.pod"}}').stdout
     known = {p.split("/")[0] for p in pods.split()}
     t = Pty(daemon, ["run", "claude", *MITM, "--mitm-ca-cert", str(cluster.ca_cert)])
@@ -174,7 +173,7 @@ def test_client_killed_while_the_pods_start_leaves_nothing(cluster, daemon):  # 
 
 
 @pytest.fixture
-def renewing(cluster):  # noqa: F811
+def renewing(local):
     """uplinkd whose login token ends within 5 minutes, so that the session's start renews
     it, against a token endpoint on loopback granting 200 s tokens (renewed 2 minutes before
     they end, minutes made seconds: every 1.3 s)."""
@@ -185,7 +184,7 @@ def renewing(cluster):  # noqa: F811
         return {"access_token": "%s-%d" % (RENEWED, n), "refresh_token": "%s-r%d" % (RENEWED, n),
                 "expires_in": 200, "token_type": "Bearer"}
     token.body = grant
-    d = user_daemon(cluster, {"UPLINK_DEBUG_TIME_DIVISOR": "60",
+    d = user_daemon(local, {"UPLINK_DEBUG_TIME_DIVISOR": "60",
                               "UPLINK_ANTHROPIC_TOKEN_URL": token.url},
                     expires_in_s=200, machine_id="fedcba9876543210fedcba9876543210")
     d.token = token
@@ -198,7 +197,7 @@ def messages_auth(cluster):
     return [r["authorization"] for r in cluster.requests() if r["path"].startswith("/v1/messages")]
 
 
-def test_login_token_renewed_reaches_the_running_agent(cluster, renewing):  # noqa: F811
+def test_login_token_renewed_reaches_the_running_agent(cluster, renewing):
     sid, cid = run_detached(cluster, renewing)
     curl = ("curl -s -X POST -H 'content-type: application/json' -d '{}' "
             "https://api.anthropic.com/v1/messages")

@@ -60,8 +60,10 @@ class Docker:
         return json.loads(r.stdout)[0] if r.returncode == 0 else None
 
     def ids(self, kind, label):
-        """IDs of our containers ("ps") or networks ("network ls") with this label."""
-        args = ["ps", "-aq"] if kind == "ps" else ["network", "ls", "-q"]
+        """IDs of our containers ("ps"), networks ("network") or volumes ("volume") with this
+        label."""
+        args = {"ps": ["ps", "-aq"], "network": ["network", "ls", "-q"],
+                "volume": ["volume", "ls", "-q"]}[kind]
         return self.out(*args, "--filter", "label=" + label).split()
 
 

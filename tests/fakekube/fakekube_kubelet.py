@@ -214,6 +214,14 @@ class DockerKubelet(Lifecycle):
         ids = self.docker.ids("network", self.label)
         if ids:
             self.docker.run("network", "rm", *ids, check=False)
+        ids = self.docker.ids("volume", self.label)
+        if ids:
+            self.docker.run("volume", "rm", "-f", *ids, check=False)
+
+
+def memory_volume(w, vname):
+    """The docker volume holding pod W's Memory emptyDir VNAME."""
+    return "fakekube-%s-%s" % (w.uid, vname)
 
 
 class PodWorker:
@@ -225,6 +233,7 @@ class PodWorker:
         self.dir = os.path.join(kl.node_dir, "pods", uid)
         self.cids = {}                # container name -> docker id
         self.volume_rv = {}           # volume name -> resourceVersion written
+        self.tmpfs = []               # docker volumes of the Memory emptyDirs
         self.dead = False
         self.egress = False
         self.ingress = {}             # container id -> the ingress rules put in its netns
@@ -336,6 +345,15 @@ class PodWorker:
                 return True
         if initial and "hostPath" in v:
             return self._host_path(v)
+        if initial and "emptyDir" in v and v["emptyDir"].get("medium") == "Memory":
+            # one tmpfs for the whole pod, as the kubelet's: a docker volume its containers
+            # share (a --tmpfs each would give every container its own)
+            name = memory_volume(self, v["name"])
+            self.kl.docker.run("volume", "create", "--label", self.kl.label, "--opt",
+                               "type=tmpfs", "--opt", "device=tmpfs", "--opt", "o=mode=1777",
+                               name)
+            self.tmpfs.append(name)
+            return True
         if initial and "emptyDir" in v and v["emptyDir"].get("medium") != "Memory":
             os.makedirs(vdir, exist_ok=True)
             os.chmod(vdir, 0o1777 if group is None else 0o2775)
@@ -534,6 +552,8 @@ class PodWorker:
             self.kl.docker.run("stop", "-t", str(grace), cid, check=False)
         if self.cids:
             self.kl.docker.run("rm", "-f", *self.cids.values(), check=False)
+        if self.tmpfs:
+            self.kl.docker.run("volume", "rm", "-f", *self.tmpfs, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
         if remove_pod:
             with self.kl.store.cond:

@@ -92,7 +92,9 @@ def _mounts(w, pod, c):
             raise E.bad_request('volume "%s" not found' % m["name"])
         ro = ",readonly" if m.get("readOnly") else ""
         if "emptyDir" in v and v["emptyDir"].get("medium") == "Memory":
-            a += ["--tmpfs", "%s:mode=1777" % m["mountPath"]]
+            from fakekube_kubelet import memory_volume
+            a += ["--mount", "type=volume,source=%s,target=%s%s" % (
+                memory_volume(w, m["name"]), m["mountPath"], ro)]
             continue
         if "hostPath" in v:
             src = host_path(w.kl, v["hostPath"]["path"])

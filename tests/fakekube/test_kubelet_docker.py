@@ -191,3 +191,20 @@ def test_host_path_types_are_checked_as_on_a_node(fk, tmp_path):
                             in e["message"] for e in fk.list("Event", "t")), timeout=60)
     assert fk.get("Pod", "t", "bad")["status"].get("phase") == "Pending"
     assert not (node / "etc" / "missing.json").exists()
+
+
+def test_memory_empty_dir_is_one_tmpfs_for_the_pod(fk, dockerd):
+    """A Memory emptyDir is shared by the pod's containers (the ssh-agent relay's socket):
+    what one writes, the other reads; it goes with the pod."""
+    shared = {"volumeMounts": [{"name": "m", "mountPath": "/m"}]}
+    p = pod("mem", "echo hi > /m/f; sleep 600", container=shared,
+            volumes=[{"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "8Mi"}}])
+    p["spec"]["containers"].append(dict(
+        {"name": "r", "image": IMAGE, "command": ["sh", "-c", "while [ ! -f /m/f ]; do "
+                                                  "sleep 0.2; done; grep tmpfs /proc/mounts | "
+                                                  "grep -c ' /m '; cat /m/f"]}, **shared))
+    fk.create("Pod", "t", p)
+    fk.wait_for(lambda: "".join(fk.logs.get(("t", "mem", "r"), [])) == "1\nhi\n", timeout=120)
+    fk.store.delete(BY_KIND["Pod"], "t", "mem")
+    fk.wait_for(lambda: not docker(dockerd, "volume", "ls", "-q", "--filter",
+                                   "label=" + fk.store.life.label), timeout=60)
