@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import ANSWER, HERE
+from localcluster import ANSWER
 from uplinktest import ROOT, Daemon, uplink_bin, wait_for
 
 TOKEN = "sk-ant-oat01-UPLINK-E2E-REAL-" + "5" * 24
@@ -52,11 +52,8 @@ def user_daemon(cluster, extra_env=None, expires_in_s=30 * 86400,
     d = Daemon(tmp, wrapper=AS_USER, env={
         "HOME": str(home), "KUBECONFIG": str(kubeconfig), "UPLINK_DATA_DIR": str(ROOT),
         "XDG_STATE_HOME": str(tmp / "state"), "UPLINK_MACHINE_ID_FILE": str(tmp / "machine-id"),
+        # attach runs the real kubectl exec, against fakekube's pods/exec (WebSocket)
         "DOCKER_HOST": cluster.docker_host,
-        # attach: kubectl-docker turns kubectl exec into docker exec; UPLINK_E2E_REAL_KUBECTL=1
-        # runs the real kubectl exec instead (fakekube serves pods/exec over WebSocket)
-        **({} if os.environ.get("UPLINK_E2E_REAL_KUBECTL") == "1"
-           else {"UPLINK_KUBECTL": str(HERE / "kubectl-docker")}),
         **(extra_env or {}),
     })
     d.home = home

@@ -4,7 +4,7 @@ api.anthropic.com read off the screen; the client killed; `uplink attach` in a s
 third terminal at once, both showing the same screen; `uplink stop` ending it all."""
 
 import os
-import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -33,6 +33,8 @@ READY = ("? for shortcuts", "shift+tab to cycle")
 
 @pytest.fixture(scope="module")
 def daemon(local):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux): it is the user's terminal")
     d = user_daemon(local, machine_id="a1b2c3d4e5f60718293a4b5c6d7e8f90")
     yield d
     end_daemon(d)
