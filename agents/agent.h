@@ -106,6 +106,9 @@ struct up_agent_input {
 	time_t now;	 /* 0: time(NULL); tests fix it */
 	/* Where an expired OAuth token is refreshed; NULL: the agent's default (tests set it). */
 	const char *token_url;
+	/* The CA bundle (PEM file) that refresh's HTTPS trusts instead of the system's; NULL:
+	 * the system's. */
+	const char *ca_bundle;
 };
 
 /*

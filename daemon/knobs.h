@@ -42,6 +42,8 @@ enum up_knob_kind {
 	  "the k3s registries.yaml to check (set: checked whatever the cluster)")             \
 	X(docker, "UPLINK_DOCKER", USER, "program", "docker from PATH", "the docker to run")  \
 	X(path, "PATH", USER, "paths", "inherited", "where the daemon finds aws and kubectl") \
+	X(ca_bundle, "UPLINK_CA_BUNDLE", USER, "path", "the system's",                        \
+	  "PEM CAs for the daemon's own HTTPS (the token renewal), instead of the system's")  \
 	X(notifications, "UPLINK_NOTIFICATIONS", USER, "bool", "on",                          \
 	  "0, false or no: no desktop notifications")                                         \
 	X(notifier, "UPLINK_NOTIFIER", USER, "dbus|log", "dbus",                              \

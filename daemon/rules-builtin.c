@@ -60,8 +60,10 @@ int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const c
 {
 	_cleanup_(up_agent_prepared_freep) struct up_agent_prepared *p = NULL;
 	const struct up_agent_impl *a = up_agent_find(agent);
-	struct up_agent_input in = {
-		.mode = mode, .rules_only = true, .token_url = up_knobs()->token_url};
+	struct up_agent_input in = {.mode = mode,
+				    .rules_only = true,
+				    .token_url = up_knobs()->token_url,
+				    .ca_bundle = up_knobs()->ca_bundle};
 	char known[256], pwbuf[4096];
 	int r;
 

@@ -65,6 +65,7 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		.dry_run = s->o.asked.dry_run,
 		.debug = s->o.asked.debug,
 		.token_url = up_knobs()->token_url,
+		.ca_bundle = up_knobs()->ca_bundle,
 	};
 	return up_agent_prepare(a->impl, &in, &a->p, err, len);
 }

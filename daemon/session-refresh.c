@@ -383,7 +383,8 @@ static void job_run(uv_work_t *w)
 					    .user = rf->user,
 					    .cwd = rf->cwd,
 					    .rules_only = true,
-					    .token_url = up_knobs()->token_url};
+					    .token_url = up_knobs()->token_url,
+					    .ca_bundle = up_knobs()->ca_bundle};
 		struct up_agent_prepared *p = NULL;
 		json_t *problems = json_array();
 

@@ -148,8 +148,10 @@ static char *request_body(const char *refresh)
 	return s;
 }
 
-/* POSTs the refresh grant; 0 with the answer's body in *b, or -EIO with why. */
-static int post_refresh(const char *url, const char *refresh, struct body *b, char *err, size_t len)
+/* POSTs the refresh grant, trusting `ca` (a PEM file; NULL: the system's CAs); 0 with the
+ * answer's body in *b, or -EIO with why. */
+static int post_refresh(const char *url, const char *ca, const char *refresh, struct body *b,
+			char *err, size_t len)
 {
 	char cerr[CURL_ERROR_SIZE] = "", code[64];
 	CURL *e = curl_easy_init();
@@ -171,7 +173,9 @@ static int post_refresh(const char *url, const char *refresh, struct body *b, ch
 		(void)curl_easy_setopt(e, CURLOPT_WRITEDATA, b);
 		(void)curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
 		(void)curl_easy_setopt(e, CURLOPT_USERAGENT, "uplinkd");
-		c = curl_easy_perform(e);
+		c = ca && *ca ? curl_easy_setopt(e, CURLOPT_CAINFO, ca) : CURLE_OK;
+		if (c == CURLE_OK)
+			c = curl_easy_perform(e);
 		(void)curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	}
 	if (b->too_big)
@@ -232,9 +236,10 @@ static int save(const char *path, struct oauth *o)
  * Refreshes in place: o->doc gets the new tokens and is written back to the host file
  * (the old refresh token stops working once used). 0, or -EIO with why.
  */
-static int refresh(const char *path, const char *url, struct oauth *o, time_t now, char *err,
-		   size_t len)
+static int refresh(const char *path, const struct up_agent_input *in, struct oauth *o, time_t now,
+		   char *err, size_t len)
 {
+	const char *url = in->token_url;
 	struct body b = {0};
 	int r;
 
@@ -242,7 +247,7 @@ static int refresh(const char *path, const char *url, struct oauth *o, time_t no
 		url = CLAUDE_TOKEN_URL_DEFAULT;
 	if (!o->refresh)
 		return failf(err, len, -EIO, CREDS " has no usable 'claudeAiOauth.refreshToken'");
-	r = post_refresh(url, o->refresh, &b, err, len);
+	r = post_refresh(url, in->ca_bundle, o->refresh, &b, err, len);
 	if (r == 0) {
 		r = take_tokens(o, &b, now, err, len);
 		/* the borrowed pointers may name replaced strings now */
@@ -383,7 +388,7 @@ int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepa
 	left = r == 0 ? o.expires_ms / 1000 - (long long)now : 0;
 	if (r == 0 && left < CLAUDE_REFRESH_MARGIN_S) {
 		char why[512];
-		int k = refresh(path, in->token_url, &o, now, why, sizeof(why));
+		int k = refresh(path, in, &o, now, why, sizeof(why));
 		if (k >= 0)
 			r = 0;
 		else if (left > 0)

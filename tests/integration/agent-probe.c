@@ -92,7 +92,8 @@ int main(int argc, char **argv)
 				    .gid = getgid(),
 				    .user = "probe",
 				    .session_id = "0123456789ab",
-				    .token_url = up_knobs()->token_url};
+				    .token_url = up_knobs()->token_url,
+				    .ca_bundle = up_knobs()->ca_bundle};
 	const char *agent = "claude";
 	struct up_agent_prepared *p = NULL;
 	const struct up_agent_impl *a;

@@ -113,6 +113,33 @@ def test_no_refresh_when_fresh(home, token_server):
     assert out["expires_at"] == 4102444800
 
 
+def test_refresh_over_https_trusts_uplink_ca_bundle(home, tmp_path):
+    """A token endpoint under a CA the system does not know (a corporate proxy's): refused
+    by default, renewed with UPLINK_CA_BUNDLE naming that CA."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
+    from addon_support import CA
+    ca = CA("uplink test corporate CA")
+    (tmp_path / "ca.pem").write_bytes(ca.pem)
+    (tmp_path / "server.pem").write_bytes(ca.issue("127.0.0.1", ips=["127.0.0.1"]))
+    server = TokenServer(tls=str(tmp_path / "server.pem"))
+    server.body = NEW
+    try:
+        h = home("expired")
+        env = {"UPLINK_ANTHROPIC_TOKEN_URL": server.url}
+        rc, out, err = probe(h, "--rules-only", "--now", str(NOW), env=env)
+        assert rc == 1 and "certificate" in out["error"], out
+        assert server.requests == []
+        env["UPLINK_CA_BUNDLE"] = str(tmp_path / "ca.pem")
+        rc, out, err = probe(h, "--rules-only", "--now", str(NOW), env=env)
+        assert rc == 0, (out, err)
+        assert len(server.requests) == 1 and out["expires_at"] == NOW + 28800
+        saved = json.loads((h / ".claude" / ".credentials.json").read_text())["claudeAiOauth"]
+        assert saved["accessToken"] == NEW["access_token"]
+    finally:
+        server.close()
+
+
 def test_refresh_refused(home, token_server):
     h = home("expired")
     before = (h / ".claude" / ".credentials.json").read_bytes()

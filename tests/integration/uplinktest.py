@@ -10,6 +10,7 @@ import re
 import selectors
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -311,7 +312,8 @@ class TokenServer:
     """A stand-in for the OAuth token endpoint: records each request, answers as told (`body`:
     bytes, a JSON value, or a function returning one per request)."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
+        """TLS: a PEM file of the server's certificate and key: https, on 127.0.0.1."""
         self.requests = []
         self.status, self.body = 200, {}
         outer = self
@@ -332,7 +334,12 @@ class TokenServer:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/oauth/token"
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(tls)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}/v1/oauth/token"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
