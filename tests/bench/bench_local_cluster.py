@@ -54,8 +54,9 @@ COLD = ("cold: an empty in-cluster registry, no agent image and no build cache i
 
 def make_cold(cluster):
     """The dockerd without the agent image or anything a build left (COLD)."""
-    imgs = cluster.docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
-                          "reference=localhost:5000/uplink/*").stdout.split()
+    imgs = [i for i in cluster.docker("images", "--format",
+                                      "{{.Repository}}:{{.Tag}}").stdout.split()
+            if i.startswith("localhost:5000/uplink/")]
     if imgs:
         cluster.docker("rmi", "-f", *imgs, check=False)
     cluster.docker("builder", "prune", "-af", check=False)

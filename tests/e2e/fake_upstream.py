@@ -6,8 +6,9 @@ the OAuth token endpoint, over TLS with a certificate of the test CA.
     fake_upstream.py --cert PEM --key PEM --state DIR --answer TEXT [--port 443]
 
 Every request is appended to DIR/requests.jsonl (method, host, path, the Authorization and
-x-api-key headers). Other /api/ paths get 404, as a stand-in may. Prints
-"fake upstream listening on PORT" once ready."""
+x-api-key headers; for the token endpoint its body too, the refresh grant). Other /api/ paths
+get 404, as a stand-in may. The token endpoint grants --renewed-token-N, N counting the
+grants, for --expires-in seconds. Prints "fake upstream listening on PORT" once ready."""
 
 import argparse
 import json
@@ -53,6 +54,8 @@ class Handler(BaseHTTPRequestHandler):
         rec = {"method": self.command, "host": self.headers.get("Host", ""),
                "path": self.path, "authorization": self.headers.get("Authorization"),
                "x-api-key": self.headers.get("x-api-key")}
+        if self.path.split("?", 1)[0] == "/v1/oauth/token":
+            rec["body"] = (body or b"").decode("utf-8", "replace")
         with self.server.lock, open(self.server.log, "a") as f:
             f.write(json.dumps(rec) + "\n")
 
@@ -98,9 +101,13 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self._send(200, json.dumps(message(self.server.answer, model)).encode())
         elif path == "/v1/oauth/token":
-            self._send(200, json.dumps({"access_token": self.server.renewed,
-                                        "refresh_token": self.server.renewed + "-refresh",
-                                        "expires_in": 28800, "token_type": "Bearer"}).encode())
+            with self.server.lock:
+                self.server.grants += 1
+                n = self.server.grants
+            token = "%s-%d" % (self.server.renewed, n)
+            self._send(200, json.dumps({"access_token": token, "refresh_token": token + "-r",
+                                        "expires_in": self.server.expires_in,
+                                        "token_type": "Bearer"}).encode())
         else:
             self._send(404, b'{"type":"error","error":{"type":"not_found_error"}}')
 
@@ -115,6 +122,7 @@ def main():
     ap.add_argument("--state", required=True)
     ap.add_argument("--answer", required=True)
     ap.add_argument("--renewed-token", default="sk-ant-oat01-renewed-by-fake-upstream")
+    ap.add_argument("--expires-in", type=int, default=28800)
     ap.add_argument("--port", type=int, default=443)
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("0.0.0.0", a.port), Handler)
@@ -123,7 +131,8 @@ def main():
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     srv.lock = threading.Lock()
     srv.log = os.path.join(a.state, "requests.jsonl")
-    srv.answer, srv.renewed = a.answer, a.renewed_token
+    srv.answer, srv.renewed, srv.expires_in, srv.grants = (a.answer, a.renewed_token,
+                                                            a.expires_in, 0)
     print("fake upstream listening on %d" % a.port, flush=True)
     srv.serve_forever()
 

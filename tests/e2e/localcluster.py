@@ -31,6 +31,8 @@ STATE = Path(os.environ.get("UPLINK_E2E_DOCKER_DIR", "/var/tmp/uplink-e2e-docker
 UPSTREAM_HOSTS = ("api.anthropic.com", "console.anthropic.com", "platform.claude.com",
                   "denied.example")
 ANSWER = "The fake upstream says: blue-harbor-42"
+# what the fake token endpoint grants (-N for the Nth grant), each for 200 s
+RENEWED = "sk-ant-oat01-UPLINK-E2E-RENEWED-" + "7" * 24
 LABEL = "uplink-e2e"
 MITM_IMAGE = "uplink-test/mitmproxy:8"
 REGISTRY_DATA = "/var/lib/agent-uplink-registry"     # manifests/registry-deployment.yaml
@@ -100,8 +102,11 @@ class Dockerd:
             subprocess.run(["umount", str(netns)], check=False)
 
 
-def _test_ca(d):
-    """A test CA and a server certificate for the upstream names: (ca.crt, up.crt, up.key)."""
+def _test_ca(d, ip):
+    """A test CA and a server certificate for the upstream names and IP (the host reaches
+    the token endpoint by address: its resolver knows none of the names): (ca.crt, up.crt,
+    up.key)."""
+    import ipaddress
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -124,8 +129,9 @@ def _test_ca(d):
             .issuer_name(ca.subject).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now)
             .not_valid_after(later)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in UPSTREAM_HOSTS]),
-                           critical=False)
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.DNSName(h) for h in UPSTREAM_HOSTS] +
+                [x509.IPAddress(ipaddress.ip_address(ip))]), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .sign(ca_key, hashes.SHA256()))
     paths = (d / "ca.crt", d / "up.crt", d / "up.key")
@@ -187,7 +193,9 @@ class LocalCluster:
         d = self.tmp / "upstream"
         d.mkdir(parents=True)
         os.chmod(d, 0o777)
-        self.ca_cert, crt, key = _test_ca(d)
+        self.ca_cert, crt, key = _test_ca(d, self.upstream_ip)
+        # the OAuth token endpoint, for the daemon on the host (UPLINK_CA_BUNDLE=ca_cert)
+        self.token_url = "https://%s/v1/oauth/token" % self.upstream_ip
         self.requests_path = d / "requests.jsonl"
         self.upstream = "uplink-e2e-upstream-%s" % self.instance
         self.docker("run", "-d", "--name", self.upstream, "--label", LABEL, "--network",
@@ -195,7 +203,7 @@ class LocalCluster:
                     "--cap-add", "NET_BIND_SERVICE", "-v", "%s:/e2e:ro" % HERE,
                     "-v", "%s:/state" % d, MITM_IMAGE, "python3", "/e2e/fake_upstream.py",
                     "--cert", "/state/up.crt", "--key", "/state/up.key", "--state", "/state",
-                    "--answer", ANSWER)
+                    "--answer", ANSWER, "--renewed-token", RENEWED, "--expires-in", "200")
         logs = subprocess.Popen(["docker", "logs", "-f", self.upstream],
                                 env=_docker_env(self.docker_host), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

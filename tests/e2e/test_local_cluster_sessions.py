@@ -12,13 +12,12 @@ import time
 
 import pytest
 
-from localcluster import ANSWER
+from localcluster import ANSWER, RENEWED
 from test_local_cluster import (AS_USER, REFRESH, TOKEN, UID, agent_containers, end_daemon,
                                 run_detached, uplink, user_daemon, wait_until_synced)
-from uplinktest import TokenServer, uplink_bin, wait_for
+from uplinktest import uplink_bin, wait_for
 
 MITM = ["--mitmproxy-image", "uplink-test/mitmproxy:8"]
-RENEWED = "sk-ant-oat01-UPLINK-E2E-RENEWED-" + "7" * 24
 ESCAPES = re.compile(r"\x1b(\[[0-9;?>=!]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|.)")
 
 
@@ -175,22 +174,19 @@ def test_client_killed_while_the_pods_start_leaves_nothing(cluster, daemon):
 @pytest.fixture
 def renewing(local):
     """uplinkd whose login token ends within 5 minutes, so that the session's start renews
-    it, against a token endpoint on loopback granting 200 s tokens (renewed 2 minutes before
-    they end, minutes made seconds: every 1.3 s)."""
-    token = TokenServer()
-
-    def grant():
-        n = len(token.requests)
-        return {"access_token": "%s-%d" % (RENEWED, n), "refresh_token": "%s-r%d" % (RENEWED, n),
-                "expires_in": 200, "token_type": "Bearer"}
-    token.body = grant
+    it, against the fake upstream's token endpoint over TLS (its test CA given to the daemon
+    with UPLINK_CA_BUNDLE, as a user behind a corporate CA would), granting 200 s tokens
+    (renewed 2 minutes before they end, minutes made seconds: every 1.3 s)."""
     d = user_daemon(local, {"UPLINK_DEBUG_TIME_DIVISOR": "60",
-                              "UPLINK_ANTHROPIC_TOKEN_URL": token.url},
+                            "UPLINK_ANTHROPIC_TOKEN_URL": local.token_url,
+                            "UPLINK_CA_BUNDLE": str(local.ca_cert)},
                     expires_in_s=200, machine_id="fedcba9876543210fedcba9876543210")
-    d.token = token
     yield d
     end_daemon(d, (TOKEN, REFRESH, RENEWED))
-    token.close()
+
+
+def grants(cluster):
+    return [r for r in cluster.requests() if r["path"] == "/v1/oauth/token"]
 
 
 def messages_auth(cluster):
@@ -206,18 +202,18 @@ def test_login_token_renewed_reaches_the_running_agent(cluster, renewing):
         assert ANSWER in r.stdout, r
         first = messages_auth(cluster)[-1]
         assert first.startswith("Bearer " + RENEWED + "-"), first      # renewed at the start
-        grants = len(renewing.token.requests)
+        n = len(grants(cluster))
 
         def renewed():
             cluster.docker("exec", cid, "sh", "-c", curl, check=False)
-            return len(renewing.token.requests) > grants and messages_auth(cluster)[-1] != first
+            return len(grants(cluster)) > n and messages_auth(cluster)[-1] != first
         try:
             wait_for(renewed, timeout=40, what="the agent's requests to carry a renewed token")
         except AssertionError:
-            raise AssertionError((len(renewing.token.requests), messages_auth(cluster)[-3:],
+            raise AssertionError((len(grants(cluster)), messages_auth(cluster)[-3:],
                                   agent_pane(cluster, cid), renewing.logs()[-4000:]))
         assert messages_auth(cluster)[-1].startswith("Bearer " + RENEWED + "-")
-        assert REFRESH.encode() in renewing.token.requests[0][2]      # the host's, at first
+        assert REFRESH in grants(cluster)[0]["body"]      # the host's, at first
         # the kubelet changed the mitm's mounted file in place, the agent never saw it
         r = cluster.docker("exec", cid, "sh", "-c", "cat /proc/[0-9]*/environ 2>/dev/null; "
                            "grep -rs -l -e %s / --exclude-dir=proc --exclude-dir=sys; echo done"
