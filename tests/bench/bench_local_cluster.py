@@ -82,6 +82,7 @@ def one_run(cluster, daemon, Pty, words, text_of, timeout=900):
         k = t.out.index(b"is running; attaching")
         got["pods ready"] = max(s for s, n in t.stamps if n <= k)
     got.update({"attached": attached, "first screen": first})
+    got["build lines"] = [m[0] for m in PROGRESS.finditer(screen) if m[2] == "build"]
     sid = re.search(r"agent-uplink-([0-9a-f]{12})", screen)
     return got, sid[1] if sid else None
 
@@ -103,8 +104,16 @@ def report(rows, cold):
         print("%-18s %10.2f %10.2f %s   warm runs: %s" % (
             n, med, med - prev, c, " ".join("%.2f" % v for v in vals)))
         prev = med
+    if cold:
+        print("the cold run's image lines:\n  " + "\n  ".join(cold["build lines"][-8:]))
     print("warm: the agent image in the registry (no build); " +
           (COLD if cold is not None else "no cold run (--no-cold)"))
+    if cold and any("up to date" in ln for ln in cold["build lines"]):
+        # the registry is on the host's 127.0.0.1:5000 (hostNetwork): another local
+        # cluster's registry that holds the image answers for ours
+        print("NOT a cold build: the registry at localhost:5000 already had the image (another "
+              "local cluster on this machine serves that port?); the cold figure is an empty "
+              "node pulling the image")
 
 
 def main():
