@@ -5,8 +5,8 @@ mitm container from the node as an API server does; from the agent container the
 port cannot be reached at all (the mitm's NetworkPolicy, enforced by the docker kubelet),
 while the proxy port can."""
 
-from test_local_cluster import cluster, mitm_log, uplink  # noqa: F401
-from test_local_cluster_sessions import renewing, run_detached  # noqa: F401
+from test_local_cluster import mitm_log, run_detached, uplink
+from test_local_cluster_sessions import renewing  # noqa: F401
 from uplinktest import wait_for
 
 
@@ -15,7 +15,8 @@ def in_agent(cluster, cid, script):  # noqa: F811
 
 
 def test_pushes_reach_the_proxy_and_the_agent_cannot_reach_its_control_port(
-        cluster, renewing):  # noqa: F811
+        local, renewing):  # noqa: F811
+    cluster = local
     sid, cid = run_detached(cluster, renewing)
     try:
         wait_for(lambda: f"Session {sid}: rules pushed to the proxy over the control channel"
