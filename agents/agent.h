@@ -272,3 +272,80 @@ int up_ruleset_load_agent_prepared(struct up_ruleset *rs, const struct up_agent_
  */
 int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const char *mode,
 			       json_t *problems, char *auth_err, size_t auth_err_len) _wur_;
+
+/* ---- for agent implementations: shared helpers (agents/agent-util.c) */
+
+/* What every agent image runs: agents/common/entrypoint.sh, installed here. */
+#define UP_AGENT_ENTRYPOINT "/usr/local/bin/uplink-entrypoint"
+
+/* Formats into err and returns r. */
+int up_agent_failf(char *err, size_t len, int r, const char *fmt, ...) _printf_(4, 5);
+/* up_json_wipe() (jsonrpc.h: every string overwritten, they may be secrets), then freed. */
+void up_json_wipe_decref(json_t *v);
+/*
+ * Reads a JSON file under the user's home. 0 with *doc; -ENOENT when missing (err says
+ * what to do: `missing_hint`); -EINVAL when it is not a JSON object (err names the line
+ * and column, never the text: the file may hold a secret, and says to run `tool` again).
+ * `what` is how messages name the file ("~/.claude/settings.json").
+ */
+int up_agent_read_json(const char *path, const char *what, const char *tool,
+		       const char *missing_hint, json_t **doc, char *err, size_t err_len) _wur_;
+/* Writes `text` to `path` with up_write_file_atomic() (mode 0600), as the tools do; the
+ * _json form writes `doc` with a 2-space indent. */
+int up_agent_write_private(const char *path, const char *text, size_t len) _wur_;
+int up_agent_write_json(const char *path, const json_t *doc) _wur_;
+/*
+ * A name (an env variable, a settings key) that looks like it holds a credential: one of
+ * its words (split at anything but [A-Za-z0-9] and where lower case turns upper) is
+ * TOKEN, SECRET(S), PASSWORD, PASSWD, KEY, APIKEY, CREDENTIAL(S), BEARER, AUTHORIZATION
+ * or COOKIE. So ANTHROPIC_API_KEY, apiKey and bearer_token are; MAX_OUTPUT_TOKENS is not.
+ */
+bool up_agent_secret_name(const char *name);
+/* A bearer token as RFC 6750 allows it (token68): nothing a header could misread. */
+bool up_agent_is_token(const char *s);
+/* 2*bytes lowercase hex digits (bytes <= 32) and a NUL into out; 0 or -EIO. */
+int up_agent_random_hex(char *out, size_t bytes) _wur_;
+
+/* A token endpoint's answer (at most UP_AGENT_TOKEN_RESPONSE_MAX bytes; wiped when done). */
+struct up_agent_body {
+	char *buf;
+	size_t len;
+	bool too_big;
+};
+/*
+ * BLOCKING: POSTs `body` as `content_type` to `url` (UP_AGENT_TOKEN_TIMEOUT_MS), trusting
+ * the CAs in `ca` (a PEM file: in->ca_bundle, UPLINK_CA_BUNDLE) or, when NULL, the system's.
+ * 0 when it answered 200, the body in *b; else -EIO with why in err (the URL, the status and
+ * the OAuth error code, never the body). Call up_agent_body_done() either way.
+ */
+int up_agent_post(const char *url, const char *ca, const char *content_type, const char *body,
+		  struct up_agent_body *b, char *err, size_t len) _wur_;
+/* The answer as a JSON object, or NULL. */
+json_t *up_agent_body_json(const struct up_agent_body *b);
+void up_agent_body_done(struct up_agent_body *b);
+
+/* p->auth_rules from `doc` ({"rules": [...]}); consumes and wipes doc. 0 or -ENOMEM. */
+int up_agent_set_auth_rules(struct up_agent_prepared *p, json_t *doc) _wur_;
+/* `doc` as the pod gets it (2-space indent), owned by p; consumes and wipes doc. */
+const char *up_agent_dump_json(struct up_agent_prepared *p, json_t *doc, size_t *len);
+/* A read-only Secret or ConfigMap volume holding one file, mounted at mount_path. */
+int up_agent_add_file_volume(struct up_agent_prepared *p, enum up_agent_volume_kind kind,
+			     const char *volume, const char *key, const char *data, size_t len,
+			     const char *mount_path) _wur_;
+int up_agent_add_host_path(struct up_agent_prepared *p, const char *volume, const char *path,
+			   const char *type, const char *mount_path, bool rw) _wur_;
+/* A memory-backed emptyDir of at most `size` ("2Gi"). */
+int up_agent_add_empty_dir(struct up_agent_prepared *p, const char *volume, const char *mount_path,
+			   const char *size) _wur_;
+/* mkdir -p, 0700; -errno with a sentence naming the path. */
+int up_agent_make_dir(const char *path, char *err, size_t err_len) _wur_;
+/*
+ * The container runs UP_AGENT_ENTRYPOINT, and under tmux `bash -lc 'exec TOOL... ARGS...'`
+ * (quoted), with a 4Gi memory limit. `tool` is the agent's own argv (NULL-terminated, at
+ * most 15), `args` the passthrough ones. -E2BIG with a sentence past the bounds.
+ */
+int up_agent_set_command(struct up_agent_prepared *p, const char *const *tool,
+			 const char *const *args, char *err, size_t err_len) _wur_;
+/* The pod's instructions file (CLAUDE.md, AGENTS.md): the host's (may be NULL) and the
+ * sandbox section (the proxy, the 403 JSON, placeholders). Owned by p. */
+const char *up_agent_instructions(const char *host, size_t host_len, struct up_agent_prepared *p);

@@ -18,7 +18,6 @@
 #include "fileio.h"
 #include "paths.h"
 
-#define ENTRYPOINT	 "/usr/local/bin/uplink-entrypoint"
 #define MANAGED_SETTINGS "/etc/claude-code/managed-settings.json"
 #define DEBUG_ROOT	 "/tmp/agent-uplink-debug"
 
@@ -32,8 +31,7 @@ static const struct up_agent_mode modes[] = {
 	{.name = NULL},
 };
 
-static const char *const entrypoint_argv[] = {ENTRYPOINT, NULL};
-static const char *const attach_argv[] = {ENTRYPOINT, "--attach", NULL};
+static const char *const attach_argv[] = {UP_AGENT_ENTRYPOINT, "--attach", NULL};
 
 /* Parts of ~/.claude shared with the pod when they exist: read-only but history. */
 static const struct {
@@ -69,44 +67,18 @@ static int failf(struct ctx *c, int r, const char *fmt, ...)
 static int secret_file(struct ctx *c, enum up_agent_volume_kind kind, const char *volume,
 		       const char *key, const char *data, size_t len, const char *mount_path)
 {
-	struct up_agent_volume *v = up_agent_add_volume(c->p, kind, volume, NULL, true);
-
-	return v ? up_agent_add_file(c->p, v, key, data, len, mount_path) : -ENOMEM;
+	return up_agent_add_file_volume(c->p, kind, volume, key, data, len, mount_path);
 }
 
 static int host_path(struct ctx *c, const char *volume, const char *path, const char *type,
 		     const char *mount_path, bool rw)
 {
-	struct up_agent_volume *v =
-		up_agent_add_volume(c->p, UP_AGENT_VOL_HOSTPATH, volume, mount_path, !rw);
-
-	if (!v || !(v->host_path = up_agent_strdup(c->p, path)) ||
-	    !(v->host_path_type = up_agent_strdup(c->p, type)))
-		return -ENOMEM;
-	return 0;
+	return up_agent_add_host_path(c->p, volume, path, type, mount_path, rw);
 }
 
-static int empty_dir(struct ctx *c, const char *volume, const char *mount_path, const char *size)
-{
-	struct up_agent_volume *v =
-		up_agent_add_volume(c->p, UP_AGENT_VOL_EMPTYDIR, volume, mount_path, false);
-
-	if (!v || !(v->medium = up_agent_strdup(c->p, "Memory")) ||
-	    !(v->size_limit = up_agent_strdup(c->p, size)))
-		return -ENOMEM;
-	return 0;
-}
-
-/* A JSON document as the pod gets it (2-space indent), owned by p; `doc` is consumed. */
 static const char *dump(struct ctx *c, json_t *doc, size_t *len)
 {
-	char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
-
-	claude_json_wipe(doc);
-	json_decref(doc);
-	text = up_agent_keep(c->p, text, text ? strlen(text) : 0);
-	*len = text ? strlen(text) : 0;
-	return text;
+	return up_agent_dump_json(c->p, doc, len);
 }
 
 /* ---------------------------------------------------------------- settings */
@@ -121,15 +93,15 @@ static int settings(struct ctx *c)
 
 	if (asprintf(&path, "%s/settings.json", c->claude_dir) < 0)
 		return -ENOMEM;
-	r = claude_read_json(path, "~/.claude/settings.json",
-			     "run `claude` once on this machine "
-			     "so that it writes one (a file holding {} will do)",
-			     &host, c->err, c->err_len);
+	r = up_agent_read_json(path, "~/.claude/settings.json", "claude",
+			       "run `claude` once on this machine "
+			       "so that it writes one (a file holding {} will do)",
+			       &host, c->err, c->err_len);
 	if (r < 0)
 		return r;
 	text = dump(c, claude_settings_transform(host, c->mode, "~/.claude/settings.json", c->p),
 		    &len);
-	claude_json_wipe(host);
+	up_json_wipe(host);
 	json_decref(host);
 	if (!text)
 		return -ENOMEM;
@@ -151,14 +123,14 @@ static int managed_settings(struct ctx *c)
 		return -ENOMEM;
 	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
-	r = claude_read_json(path, MANAGED_SETTINGS, "", &host, c->err, c->err_len);
+	r = up_agent_read_json(path, MANAGED_SETTINGS, "claude", "", &host, c->err, c->err_len);
 	if (r < 0)
 		return r;
 	json_t *s = claude_settings_transform(host, c->mode, MANAGED_SETTINGS, c->p);
 	if (s)
 		(void)claude_redact_mcp(s);
 	text = dump(c, s, &len);
-	claude_json_wipe(host);
+	up_json_wipe(host);
 	json_decref(host);
 	if (!text)
 		return -ENOMEM;
@@ -202,7 +174,7 @@ static int claude_json(struct ctx *c)
 	if (asprintf(&path, "%s/.claude.json", c->in->home) < 0 ||
 	    asprintf(&copy, "%s/claude.json", c->in->state_dir) < 0)
 		return -ENOMEM;
-	r = claude_read_json(path, "~/.claude.json", "", &doc, c->err, c->err_len);
+	r = up_agent_read_json(path, "~/.claude.json", "claude", "", &doc, c->err, c->err_len);
 	if (r == -ENOENT)
 		doc = json_object();
 	else if (r < 0)
@@ -211,7 +183,7 @@ static int claude_json(struct ctx *c)
 		return json_decref(doc), -ENOMEM;
 	if (!(text = dump(c, doc, &len)))
 		return -ENOMEM;
-	if (!c->in->dry_run && (r = claude_write_private(copy, text, len)) < 0)
+	if (!c->in->dry_run && (r = up_agent_write_private(copy, text, len)) < 0)
 		return failf(c, r, "cannot write %s: %s", copy, strerror(-r));
 	return host_path(c, "claude-json", copy, "File", path, true);
 }
@@ -231,15 +203,7 @@ static char *project_id(struct ctx *c)
 
 static int make_dir(struct ctx *c, const char *path)
 {
-	char parent[4096];
-	int r;
-
-	if ((size_t)snprintf(parent, sizeof(parent), "%s/", path) >= sizeof(parent))
-		return failf(c, -ENAMETOOLONG, "%s: path too long", path);
-	r = up_mkdir_parents(parent, 0700);
-	if (r < 0)
-		return failf(c, r, "cannot create %s: %s", path, strerror(-r));
-	return 0;
+	return up_agent_make_dir(path, c->err, c->err_len);
 }
 
 static int folders(struct ctx *c)
@@ -285,37 +249,12 @@ static int folders(struct ctx *c)
 /* bash -lc 'exec claude [-d] --allow-dangerously-skip-permissions ARGS...', quoted. */
 static int command(struct ctx *c)
 {
-	const char *argv[UP_AGENT_MAX_ARGS + 4];
-	size_t n = 0;
-	char *quoted = NULL, *line;
-	int r;
+	const char *const with_debug[] = {"claude", "-d", "--allow-dangerously-skip-permissions",
+					  NULL};
+	const char *const plain[] = {"claude", "--allow-dangerously-skip-permissions", NULL};
 
-	argv[n++] = "claude";
-	if (c->in->debug)
-		argv[n++] = "-d";
-	argv[n++] = "--allow-dangerously-skip-permissions";
-	for (size_t i = 0; c->in->args && c->in->args[i]; i++) {
-		if (i == UP_AGENT_MAX_ARGS)
-			return failf(c, -E2BIG, "more than %d arguments after --",
-				     UP_AGENT_MAX_ARGS);
-		argv[n++] = c->in->args[i];
-	}
-	argv[n] = NULL;
-	r = up_shell_quote_argv(argv, &quoted);
-	if (r == -E2BIG)
-		return failf(c, r, "the arguments after -- are longer than %d bytes",
-			     UP_AGENT_MAX_ARGS_LEN);
-	if (r < 0)
-		return r;
-	line = up_agent_printf(c->p, "exec %s", quoted);
-	free(quoted);
-	if (!line)
-		return -ENOMEM;
-	const char *const cmd[] = {"bash", "-lc", line, NULL};
-	c->p->contrib.entrypoint = up_agent_copy_argv(c->p, entrypoint_argv);
-	c->p->contrib.command = up_agent_copy_argv(c->p, cmd);
-	c->p->contrib.memory_limit = "4Gi";
-	return c->p->contrib.entrypoint && c->p->contrib.command ? 0 : -ENOMEM;
+	return up_agent_set_command(c->p, c->in->debug ? with_debug : plain, c->in->args, c->err,
+				    c->err_len);
 }
 
 /* ---------------------------------------------------------------- prepare */
@@ -335,8 +274,8 @@ static int contribution(struct ctx *c, const char *fake, size_t fake_len)
 	if ((r = managed_settings(c)) < 0 || (r = claude_md_file(c)) < 0 || (r = folders(c)) < 0 ||
 	    (r = claude_json(c)) < 0)
 		return r;
-	if ((r = empty_dir(c, "docker-lib", "/var/lib/docker", "2Gi")) < 0 ||
-	    (r = empty_dir(c, "run", "/run", "64Mi")) < 0)
+	if ((r = up_agent_add_empty_dir(c->p, "docker-lib", "/var/lib/docker", "2Gi")) < 0 ||
+	    (r = up_agent_add_empty_dir(c->p, "run", "/run", "64Mi")) < 0)
 		return r;
 	if ((r = up_agent_add_env(c->p, "DISABLE_AUTOUPDATER", "1")) < 0 ||
 	    (r = up_agent_add_env(c->p, "UPLINK_AGENT_DIRS", ".claude")) < 0)

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "agents/agent.h"
+#include "jsonrpc.h"
 
 /*
  * Claude Code (agents/claude/): the pieces agent.c puts together. credentials.c reads and
@@ -62,16 +63,3 @@ size_t claude_redact_mcp(json_t *doc);
 int claude_sanitize_claude_json(json_t *doc, struct up_agent_prepared *p);
 /* The pod's CLAUDE.md: the host's (may be NULL) and the sandbox section. Owned by `p`. */
 const char *claude_md(const char *host, size_t host_len, struct up_agent_prepared *p);
-
-/*
- * Reads a JSON file under the user's home. 0 with *doc; -ENOENT when missing (err says
- * what to do: `missing_hint`); -EINVAL when it is not a JSON object (err names the line
- * and column, never the text: the file may hold a secret). `what` is how messages name
- * the file ("~/.claude/settings.json").
- */
-int claude_read_json(const char *path, const char *what, const char *missing_hint, json_t **doc,
-		     char *err, size_t err_len) _wur_;
-/* Writes `text` to `path` with up_write_file_atomic() (mode 0600), `path` split in two. */
-int claude_write_private(const char *path, const char *text, size_t len) _wur_;
-/* Overwrites every string in `v` (they may be secrets) before it is freed. */
-void claude_json_wipe(json_t *v);

@@ -5,14 +5,12 @@
  * thread), the auth rule that makes the mitm inject the real token, and the fake
  * credentials file that lets Claude Code in the pod believe it is logged in.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,30 +33,9 @@ struct oauth {
 
 static void oauth_done(struct oauth *o)
 {
-	claude_json_wipe(o->doc);
+	up_json_wipe(o->doc);
 	json_decref(o->doc);
 	*o = (struct oauth){0};
-}
-
-static int failf(char *err, size_t len, int r, const char *fmt, ...) _printf_(4, 5);
-static int failf(char *err, size_t len, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-/* A bearer token as RFC 6750 allows it (token68): nothing a header or a placeholder could misread.
- */
-static bool is_token(const char *s)
-{
-	if (!s || !*s || strlen(s) > UP_MAX_HEADER_VALUE / 2)
-		return false;
-	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") ==
-	       strlen(s);
 }
 
 static int parse_oauth(struct oauth *o, char *err, size_t len)
@@ -68,74 +45,29 @@ static int parse_oauth(struct oauth *o, char *err, size_t len)
 	o->access = o->refresh = NULL;
 	o->oauth = json_object_get(o->doc, "claudeAiOauth");
 	if (!json_is_object(o->oauth))
-		return failf(err, len, -EINVAL, CREDS " has no 'claudeAiOauth' object: " RELOGIN);
+		return up_agent_failf(err, len, -EINVAL,
+				      CREDS " has no 'claudeAiOauth' object: " RELOGIN);
 	o->access = json_string_value(json_object_get(o->oauth, "accessToken"));
 	if (!o->access || !*o->access)
-		return failf(err, len, -EINVAL,
-			     CREDS " has no 'claudeAiOauth.accessToken': " RELOGIN);
-	if (!is_token(o->access))
-		return failf(err, len, -EINVAL,
-			     CREDS ": 'claudeAiOauth.accessToken' is not a bearer "
-				   "token (unexpected characters): " RELOGIN);
+		return up_agent_failf(err, len, -EINVAL,
+				      CREDS " has no 'claudeAiOauth.accessToken': " RELOGIN);
+	if (!up_agent_is_token(o->access))
+		return up_agent_failf(err, len, -EINVAL,
+				      CREDS ": 'claudeAiOauth.accessToken' is not a bearer "
+					    "token (unexpected characters): " RELOGIN);
 	o->refresh = json_string_value(json_object_get(o->oauth, "refreshToken"));
-	if (o->refresh && !is_token(o->refresh))
+	if (o->refresh && !up_agent_is_token(o->refresh))
 		o->refresh = NULL;
 	exp = json_object_get(o->oauth, "expiresAt");
 	if (!json_is_integer(exp) && !json_is_real(exp))
-		return failf(err, len, -EINVAL,
-			     CREDS " has no 'claudeAiOauth.expiresAt' (milliseconds "
-				   "since 1970): " RELOGIN);
+		return up_agent_failf(err, len, -EINVAL,
+				      CREDS " has no 'claudeAiOauth.expiresAt' (milliseconds "
+					    "since 1970): " RELOGIN);
 	o->expires_ms = (long long)json_number_value(exp);
 	return 0;
 }
 
 /* ---------------------------------------------------------------- refresh */
-
-struct body {
-	char *buf;
-	size_t len;
-	bool too_big;
-};
-
-static size_t on_data(char *data, size_t size, size_t n, void *userdata)
-{
-	struct body *b = userdata;
-	size_t k = size * n;
-	char *nb;
-
-	if (b->len + k > UP_AGENT_TOKEN_RESPONSE_MAX) {
-		b->too_big = true;
-		return 0;
-	}
-	nb = malloc(b->len + k + 1);
-	if (!nb)
-		return 0;
-	if (b->buf)
-		memcpy(nb, b->buf, b->len);
-	memcpy(nb + b->len, data, k);
-	up_free_secret(b->buf, b->len);
-	b->buf = nb;
-	b->len += k;
-	b->buf[b->len] = '\0';
-	return k;
-}
-
-/* The OAuth error code of a failed answer, when it is a plain word (never anything else). */
-static const char *oauth_error(const struct body *b, char *buf, size_t len)
-{
-	json_t *doc = b->buf ? json_loadb(b->buf, b->len, 0, NULL) : NULL;
-	const char *e = json_string_value(json_object_get(doc, "error"));
-
-	buf[0] = '\0';
-	if (e && strlen(e) + 3 <= len && strspn(e, "abcdefghijklmnopqrstuvwxyz_") == strlen(e)) {
-		buf[0] = ',';
-		buf[1] = ' ';
-		memcpy(buf + 2, e, strlen(e) + 1);
-	}
-	claude_json_wipe(doc);
-	json_decref(doc);
-	return buf;
-}
 
 static char *request_body(const char *refresh)
 {
@@ -143,71 +75,40 @@ static char *request_body(const char *refresh)
 				refresh, "client_id", CLAUDE_OAUTH_CLIENT_ID);
 	char *s = req ? json_dumps(req, JSON_COMPACT) : NULL;
 
-	claude_json_wipe(req);
+	up_json_wipe(req);
 	json_decref(req);
 	return s;
 }
 
 /* POSTs the refresh grant, trusting `ca` (a PEM file; NULL: the system's CAs); 0 with the
  * answer's body in *b, or -EIO with why. */
-static int post_refresh(const char *url, const char *ca, const char *refresh, struct body *b,
-			char *err, size_t len)
+static int post_refresh(const char *url, const char *ca, const char *refresh,
+			struct up_agent_body *b, char *err, size_t len)
 {
-	char cerr[CURL_ERROR_SIZE] = "", code[64];
-	CURL *e = curl_easy_init();
-	struct curl_slist *h = NULL;
 	char *req = request_body(refresh);
-	long status = 0;
-	CURLcode c = CURLE_OUT_OF_MEMORY;
 	int r;
 
-	h = curl_slist_append(NULL, "Content-Type: application/json");
-	if (e && req && h) {
-		(void)curl_easy_setopt(e, CURLOPT_URL, url);
-		(void)curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-		(void)curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-		(void)curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)UP_AGENT_TOKEN_TIMEOUT_MS);
-		(void)curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-		(void)curl_easy_setopt(e, CURLOPT_POSTFIELDS, req);
-		(void)curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-		(void)curl_easy_setopt(e, CURLOPT_WRITEDATA, b);
-		(void)curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
-		(void)curl_easy_setopt(e, CURLOPT_USERAGENT, "uplinkd");
-		c = ca && *ca ? curl_easy_setopt(e, CURLOPT_CAINFO, ca) : CURLE_OK;
-		if (c == CURLE_OK)
-			c = curl_easy_perform(e);
-		(void)curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-	}
-	if (b->too_big)
-		r = failf(err, len, -EIO, "the answer of %s is larger than %d bytes", url,
-			  UP_AGENT_TOKEN_RESPONSE_MAX);
-	else if (c != CURLE_OK)
-		r = failf(err, len, -EIO, "%s: %s", url, *cerr ? cerr : curl_easy_strerror(c));
-	else if (status != 200)
-		r = failf(err, len, -EIO, "%s answered HTTP %ld%s", url, status,
-			  oauth_error(b, code, sizeof(code)));
-	else
-		r = 0;
-	if (req)
-		up_free_secret(req, strlen(req));
-	curl_slist_free_all(h);
-	curl_easy_cleanup(e);
+	if (!req)
+		return -ENOMEM;
+	r = up_agent_post(url, ca, "application/json", req, b, err, len);
+	up_free_secret(req, strlen(req));
 	return r;
 }
 
 /* Puts the new tokens into o->doc; 0 or -EIO with why. */
-static int take_tokens(struct oauth *o, const struct body *b, time_t now, char *err, size_t len)
+static int take_tokens(struct oauth *o, const struct up_agent_body *b, time_t now, char *err,
+		       size_t len)
 {
-	json_t *ans = json_loadb(b->buf ? b->buf : "", b->len, 0, NULL);
+	json_t *ans = up_agent_body_json(b);
 	const char *access = json_string_value(json_object_get(ans, "access_token"));
 	const char *refresh = json_string_value(json_object_get(ans, "refresh_token"));
 	json_t *in = json_object_get(ans, "expires_in");
 	int r = 0;
 
-	if (!is_token(access) || (refresh && !is_token(refresh)) || !json_is_integer(in) ||
-	    json_integer_value(in) <= 0)
-		r = failf(err, len, -EIO,
-			  "the token endpoint's answer lacks access_token or expires_in");
+	if (!up_agent_is_token(access) || (refresh && !up_agent_is_token(refresh)) ||
+	    !json_is_integer(in) || json_integer_value(in) <= 0)
+		r = up_agent_failf(err, len, -EIO,
+				   "the token endpoint's answer lacks access_token or expires_in");
 	if (r == 0 &&
 	    (json_object_set_new(o->oauth, "accessToken", json_string(access)) < 0 ||
 	     (refresh && json_object_set_new(o->oauth, "refreshToken", json_string(refresh)) < 0) ||
@@ -215,20 +116,8 @@ static int take_tokens(struct oauth *o, const struct body *b, time_t now, char *
 		     o->oauth, "expiresAt",
 		     json_integer((json_int_t)now * 1000 + json_integer_value(in) * 1000)) < 0))
 		r = -ENOMEM;
-	claude_json_wipe(ans);
+	up_json_wipe(ans);
 	json_decref(ans);
-	return r;
-}
-
-static int save(const char *path, struct oauth *o)
-{
-	char *text = json_dumps(o->doc, JSON_INDENT(2));
-	int r;
-
-	if (!text)
-		return -ENOMEM;
-	r = claude_write_private(path, text, strlen(text));
-	up_free_secret(text, strlen(text));
 	return r;
 }
 
@@ -240,13 +129,14 @@ static int refresh(const char *path, const struct up_agent_input *in, struct oau
 		   char *err, size_t len)
 {
 	const char *url = in->token_url;
-	struct body b = {0};
+	struct up_agent_body b = {0};
 	int r;
 
 	if (!url || !*url)
 		url = CLAUDE_TOKEN_URL_DEFAULT;
 	if (!o->refresh)
-		return failf(err, len, -EIO, CREDS " has no usable 'claudeAiOauth.refreshToken'");
+		return up_agent_failf(err, len, -EIO,
+				      CREDS " has no usable 'claudeAiOauth.refreshToken'");
 	r = post_refresh(url, in->ca_bundle, o->refresh, &b, err, len);
 	if (r == 0) {
 		r = take_tokens(o, &b, now, err, len);
@@ -254,25 +144,14 @@ static int refresh(const char *path, const struct up_agent_input *in, struct oau
 		int k = parse_oauth(o, err, len);
 		r = r < 0 ? r : k;
 	}
-	up_free_secret(b.buf, b.len);
-	if (r == 0 && (r = save(path, o)) < 0)
-		r = failf(err, len, r, "cannot write the refreshed token to " CREDS ": %s",
-			  strerror(-r));
+	up_agent_body_done(&b);
+	if (r == 0 && (r = up_agent_write_json(path, o->doc)) < 0)
+		r = up_agent_failf(err, len, r, "cannot write the refreshed token to " CREDS ": %s",
+				   strerror(-r));
 	return r;
 }
 
 /* ---------------------------------------------------------------- products */
-
-static int random_hex(char *out, size_t bytes)
-{
-	unsigned char buf[32];
-
-	if (bytes > sizeof(buf) || getrandom(buf, bytes, 0) != (ssize_t)bytes)
-		return -EIO;
-	for (size_t i = 0; i < bytes; i++)
-		(void)snprintf(out + 2 * i, 3, "%02x", buf[i]);
-	return 0;
-}
 
 static bool looks_secret_key(const char *k)
 {
@@ -293,8 +172,8 @@ static int fake_credentials(const struct oauth *o, time_t now, struct up_agent_p
 	const char *k;
 	char *text;
 
-	if (random_hex(access + strlen(access), 16) < 0 ||
-	    random_hex(refresh_tok + strlen(refresh_tok), 16) < 0) {
+	if (up_agent_random_hex(access + strlen(access), 16) < 0 ||
+	    up_agent_random_hex(refresh_tok + strlen(refresh_tok), 16) < 0) {
 		json_decref(copy);
 		return -EIO;
 	}
@@ -336,14 +215,8 @@ static int auth_rule(struct up_agent_prepared *p, const char *name, const char *
 				    "hosts", hosts, "methods", m, "inject", "headers",
 				    "Authorization", value)
 			: NULL;
-	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
-	claude_json_wipe(doc);
-	json_decref(doc);
-	if (!(p->auth_rules = up_agent_keep(p, text, text ? strlen(text) + 1 : 0)))
-		return -ENOMEM;
-	p->auth_rules_len = strlen(text);
-	return 0;
+	return up_agent_set_auth_rules(p, doc);
 }
 
 int claude_bedrock_auth(struct up_agent_prepared *p)
@@ -379,10 +252,10 @@ int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepa
 
 	if (asprintf(&path, "%s/.claude/.credentials.json", in->home) < 0)
 		return -ENOMEM;
-	r = claude_read_json(path, CREDS,
-			     "run `claude` once on this machine and log in, or use "
-			     "--bedrock",
-			     &o.doc, err, err_len);
+	r = up_agent_read_json(path, CREDS, "claude",
+			       "run `claude` once on this machine and log in, or use "
+			       "--bedrock",
+			       &o.doc, err, err_len);
 	if (r == 0)
 		r = parse_oauth(&o, err, err_len);
 	left = r == 0 ? o.expires_ms / 1000 - (long long)now : 0;
@@ -399,10 +272,10 @@ int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepa
 				"machine to renew it",
 				why, left);
 		else
-			r = failf(err, err_len, -EIO,
-				  "the Claude OAuth token in " CREDS " has expired "
-				  "and refreshing it failed (%s): " RELOGIN,
-				  why);
+			r = up_agent_failf(err, err_len, -EIO,
+					   "the Claude OAuth token in " CREDS " has expired "
+					   "and refreshing it failed (%s): " RELOGIN,
+					   why);
 	}
 	if (r == 0)
 		r = o.access ? inject_token(p, &o) : -ENOMEM;
@@ -430,8 +303,9 @@ size_t claude_doctor(const struct up_agent_impl *impl, const struct up_agent_inp
 		up_agent_check_set(out, "claude login", "skip", NULL, "out of memory");
 		return 1;
 	}
-	r = claude_read_json(path, CREDS, "run `claude` once on this machine and log in", &o.doc,
-			     why, sizeof(why));
+	r = up_agent_read_json(path, CREDS, "claude",
+			       "run `claude` once on this machine and log in", &o.doc, why,
+			       sizeof(why));
 	if (r == 0)
 		r = parse_oauth(&o, why, sizeof(why));
 	left = r == 0 ? o.expires_ms / 1000 - (long long)(in->now ? in->now : time(NULL)) : 0;

@@ -2,8 +2,8 @@
 /*
  * Claude Code's host files as the pod sees them: settings.json transformed (reference
  * §5.3), ~/.claude.json with MCP servers' Authorization headers replaced (§5.4), and
- * CLAUDE.md with the sandbox section appended. Plus the JSON file helpers the agent
- * shares.
+ * CLAUDE.md with the sandbox section appended (agent-util.c has the helpers every agent
+ * shares).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -19,97 +19,7 @@
 #include "bounds.h"
 #include "fileio.h"
 
-/* ---------------------------------------------------------------- files */
-
-void claude_json_wipe(json_t *v)
-{
-	const char *k;
-	json_t *e;
-	size_t i;
-
-	if (json_is_string(v)) {
-		/* jansson keeps the value in its own buffer; overwrite it in place */
-		explicit_bzero((char *)json_string_value(v), json_string_length(v));
-	} else if (json_is_object(v)) {
-		json_object_foreach (v, k, e)
-			claude_json_wipe(e);
-	} else if (json_is_array(v)) {
-		json_array_foreach (v, i, e)
-			claude_json_wipe(e);
-	}
-}
-
-int claude_read_json(const char *path, const char *what, const char *missing_hint, json_t **doc,
-		     char *err, size_t err_len)
-{
-	json_error_t jerr;
-	char *text = NULL;
-	size_t len = 0;
-	int r = up_read_file(path, UP_AGENT_MAX_HOST_FILE, &text, &len);
-
-	*doc = NULL;
-	if (r == -ENOENT)
-		return snprintf(err, err_len, "%s not found: %s", what, missing_hint), r;
-	if (r == -EFBIG)
-		return snprintf(err, err_len, "%s is larger than %d bytes", what,
-				UP_AGENT_MAX_HOST_FILE),
-		       -EINVAL;
-	if (r < 0)
-		return snprintf(err, err_len, "cannot read %s: %s", what, strerror(-r)), r;
-	/* jerr.text may quote the file, which may hold a secret: only its position is used */
-	*doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	up_free_secret(text, len);
-	if (!*doc)
-		return snprintf(err, err_len,
-				"%s is not valid JSON (line %d, column %d): fix it, or "
-				"move it aside and run `claude` again",
-				what, jerr.line, jerr.column),
-		       -EINVAL;
-	if (!json_is_object(*doc)) {
-		claude_json_wipe(*doc);
-		json_decref(*doc);
-		*doc = NULL;
-		return snprintf(err, err_len, "%s does not hold a JSON object", what), -EINVAL;
-	}
-	return 0;
-}
-
-int claude_write_private(const char *path, const char *text, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[PATH_MAX];
-
-	if (!slash)
-		return up_write_file_atomic(".", path, text, len, NULL);
-	if ((size_t)(slash - path) >= sizeof(dir))
-		return -ENAMETOOLONG;
-	(void)snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
-	return up_write_file_atomic(dir, slash + 1, text, len, NULL);
-}
-
 /* ---------------------------------------------------------------- settings.json */
-
-/*
- * An env name that looks like it holds a credential: one of its words (split at '_')
- * is TOKEN, SECRET, PASSWORD, PASSWD, KEY, APIKEY, CREDENTIAL(S) or BEARER. So
- * ANTHROPIC_API_KEY is one and CLAUDE_CODE_MAX_OUTPUT_TOKENS is not.
- */
-static bool secret_env_name(const char *name)
-{
-	static const char *const words[] = {"TOKEN",  "SECRET",	    "PASSWORD",	   "PASSWD", "KEY",
-					    "APIKEY", "CREDENTIAL", "CREDENTIALS", "BEARER"};
-	const char *s = name;
-
-	while (*s) {
-		size_t n = strcspn(s, "_");
-		for (size_t i = 0; i < ELEMENTSOF(words); i++)
-			if (strlen(words[i]) == n && strncasecmp(s, words[i], n) == 0)
-				return true;
-		s += n;
-		s += *s == '_';
-	}
-	return false;
-}
 
 /* AWS profile names as reference §6.1 allows them (they end up in INI section names). */
 static bool aws_profile_ok(const char *s)
@@ -149,9 +59,9 @@ static int transform_env(json_t *s, enum claude_mode mode, const char *what,
 							 what);
 	}
 	json_object_foreach (env, k, v)
-		if (r == 0 && secret_env_name(k) && json_is_string(v) &&
+		if (r == 0 && up_agent_secret_name(k) && json_is_string(v) &&
 		    !streq(json_string_value(v), CLAUDE_PLACEHOLDER)) {
-			claude_json_wipe(v);
+			up_json_wipe(v);
 			r = json_object_set_new(env, k, json_string(CLAUDE_PLACEHOLDER)) < 0
 				    ? -ENOMEM
 				    : up_agent_warn(
@@ -196,7 +106,7 @@ json_t *claude_settings_transform(const json_t *host, enum claude_mode mode, con
 	     json_object_set_new(s, "skipDangerousModePermissionPrompt", json_true()) < 0))
 		r = -ENOMEM;
 	if (r < 0) {
-		claude_json_wipe(s);
+		up_json_wipe(s);
 		json_decref(s);
 		return NULL;
 	}
@@ -218,7 +128,7 @@ static size_t redact_servers(json_t *servers)
 		{
 			if (strcasecmp(k, "authorization") != 0)
 				continue;
-			claude_json_wipe(v);
+			up_json_wipe(v);
 			if (json_object_set_new(h, k, json_string(CLAUDE_MCP_PLACEHOLDER)) == 0)
 				n++;
 		}
@@ -244,39 +154,14 @@ int claude_sanitize_claude_json(json_t *doc, struct up_agent_prepared *p)
 	(void)claude_redact_mcp(doc);
 	if (!key)
 		return 0;
-	claude_json_wipe(key);
+	up_json_wipe(key);
 	(void)json_object_del(doc, "primaryApiKey");
 	return up_agent_warn(p, "~/.claude.json: primaryApiKey is left out of the pod's copy");
 }
 
 /* ---------------------------------------------------------------- CLAUDE.md */
 
-static const char sandbox_md[] =
-	"## Sandbox\n"
-	"\n"
-	"You are running inside uplink: a Kata Containers microVM on Kubernetes whose only way "
-	"out is an HTTPS proxy that allows requests by an allow-list of rules.\n"
-	"\n"
-	"- A request answered with the header `X-Uplink-Denied: 1` (status 403, or 400/431 for a "
-	"malformed request) and a JSON body like {\"error\": \"denied by uplink\", \"method\": "
-	"\"POST\", \"host\": \"api.example.com\", \"path\": \"/v1/x\", \"hint\": \"add a rule "
-	"...\"} was blocked by the proxy. Stop: do not retry it, and do not try to work around the "
-	"block (other hosts, other tools, other protocols, other spellings of the path). Tell the "
-	"user which request was blocked (method, host, path); the body's \"hint\" names the rule "
-	"that would allow it.\n"
-	"- Most credentials are injected by the proxy: API keys and tokens in this environment are "
-	"placeholders, and that is expected. Do not look for real ones.\n"
-	"- There is no DNS: tools must use the proxy (HTTPS_PROXY is set).\n"
-	"- If anything else about the sandbox stops you, stop and report it rather than working "
-	"around it.\n"
-	"- Docker works (a dockerd of your own runs in the VM). A Python virtualenv is at "
-	"/opt/venv.\n";
-
 const char *claude_md(const char *host, size_t host_len, struct up_agent_prepared *p)
 {
-	bool nl = host && host_len && host[host_len - 1] != '\n';
-
-	if (!host || !host_len)
-		return up_agent_strdup(p, sandbox_md);
-	return up_agent_printf(p, "%.*s%s\n%s", (int)host_len, host, nl ? "\n" : "", sandbox_md);
+	return up_agent_instructions(host, host_len, p);
 }

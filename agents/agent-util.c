@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What every agent's prepare() needs: the host's JSON login files read and written back
+ * (atomically, 0600), secret-looking names recognised, an OAuth token endpoint POSTed to
+ * (libcurl easy: prepare() runs on a worker thread), the auth rules document kept, the
+ * usual volumes, the command run under tmux, and the sandbox note of the instructions file.
+ */
+#include <curl/curl.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "agents/agent.h"
+#include "bounds.h"
+#include "fileio.h"
+#include "jsonrpc.h"
+#include "paths.h"
+
+int up_agent_failf(char *err, size_t len, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* ---------------------------------------------------------------- JSON files */
+
+void up_json_wipe_decref(json_t *v)
+{
+	up_json_wipe(v);
+	json_decref(v);
+}
+
+int up_agent_read_json(const char *path, const char *what, const char *tool,
+		       const char *missing_hint, json_t **doc, char *err, size_t err_len)
+{
+	json_error_t jerr;
+	char *text = NULL;
+	size_t len = 0;
+	int r = up_read_file(path, UP_AGENT_MAX_HOST_FILE, &text, &len);
+
+	*doc = NULL;
+	if (r == -ENOENT)
+		return up_agent_failf(err, err_len, r, "%s not found: %s", what, missing_hint);
+	if (r == -EFBIG)
+		return up_agent_failf(err, err_len, -EINVAL, "%s is larger than %d bytes", what,
+				      UP_AGENT_MAX_HOST_FILE);
+	if (r < 0)
+		return up_agent_failf(err, err_len, r, "cannot read %s: %s", what, strerror(-r));
+	/* jerr.text may quote the file, which may hold a secret: only its position is used */
+	*doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	up_free_secret(text, len);
+	if (!*doc)
+		return up_agent_failf(err, err_len, -EINVAL,
+				      "%s is not valid JSON (line %d, column %d): fix it, or "
+				      "move it aside and run `%s` again",
+				      what, jerr.line, jerr.column, tool);
+	if (!json_is_object(*doc)) {
+		up_json_wipe_decref(*doc);
+		*doc = NULL;
+		return up_agent_failf(err, err_len, -EINVAL, "%s does not hold a JSON object",
+				      what);
+	}
+	return 0;
+}
+
+int up_agent_write_private(const char *path, const char *text, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	if (!slash)
+		return up_write_file_atomic(".", path, text, len, NULL);
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	(void)snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	return up_write_file_atomic(dir, slash + 1, text, len, NULL);
+}
+
+int up_agent_write_json(const char *path, const json_t *doc)
+{
+	char *text = json_dumps(doc, JSON_INDENT(2));
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	r = up_agent_write_private(path, text, strlen(text));
+	up_free_secret(text, strlen(text));
+	return r;
+}
+
+/* ---------------------------------------------------------------- names and tokens */
+
+static const char *const secret_words[] = {
+	"TOKEN",  "SECRET",	"SECRETS",     "PASSWORD", "PASSWD",	    "KEY",
+	"APIKEY", "CREDENTIAL", "CREDENTIALS", "BEARER",   "AUTHORIZATION", "COOKIE",
+};
+
+static bool secret_word(const char *s, size_t n)
+{
+	for (size_t i = 0; i < ELEMENTSOF(secret_words); i++)
+		if (strlen(secret_words[i]) == n && strncasecmp(s, secret_words[i], n) == 0)
+			return true;
+	return false;
+}
+
+/* The length of the word at `s`: up to a separator or a lower-to-upper case change. */
+static size_t word_len(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] && isalnum((unsigned char)s[n])) {
+		if (n && islower((unsigned char)s[n - 1]) && isupper((unsigned char)s[n]))
+			break;
+		n++;
+	}
+	return n;
+}
+
+bool up_agent_secret_name(const char *name)
+{
+	const char *s = name;
+
+	while (*s) {
+		size_t n = word_len(s);
+		if (n == 0) {
+			s++;
+			continue;
+		}
+		if (secret_word(s, n))
+			return true;
+		s += n;
+	}
+	return false;
+}
+
+bool up_agent_is_token(const char *s)
+{
+	if (!s || !*s || strlen(s) > UP_MAX_HEADER_VALUE / 2)
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") ==
+	       strlen(s);
+}
+
+int up_agent_random_hex(char *out, size_t bytes)
+{
+	unsigned char buf[32];
+
+	if (bytes > sizeof(buf) || getrandom(buf, bytes, 0) != (ssize_t)bytes)
+		return -EIO;
+	for (size_t i = 0; i < bytes; i++)
+		(void)snprintf(out + 2 * i, 3, "%02x", buf[i]);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- token endpoints */
+
+static size_t on_data(char *data, size_t size, size_t n, void *userdata)
+{
+	struct up_agent_body *b = userdata;
+	size_t k = size * n;
+	char *nb;
+
+	if (b->len + k > UP_AGENT_TOKEN_RESPONSE_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	nb = malloc(b->len + k + 1);
+	if (!nb)
+		return 0;
+	if (b->buf)
+		memcpy(nb, b->buf, b->len);
+	memcpy(nb + b->len, data, k);
+	up_free_secret(b->buf, b->len);
+	b->buf = nb;
+	b->len += k;
+	b->buf[b->len] = '\0';
+	return k;
+}
+
+void up_agent_body_done(struct up_agent_body *b)
+{
+	up_free_secret(b->buf, b->len);
+	*b = (struct up_agent_body){0};
+}
+
+json_t *up_agent_body_json(const struct up_agent_body *b)
+{
+	json_t *doc = b->buf ? json_loadb(b->buf, b->len, 0, NULL) : NULL;
+
+	if (doc && !json_is_object(doc)) {
+		up_json_wipe_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+/* ", invalid_grant": the OAuth error code of a failed answer when it is a plain word. */
+static const char *oauth_error(const struct up_agent_body *b, char *buf, size_t len)
+{
+	json_t *doc = up_agent_body_json(b);
+	json_t *e = json_object_get(doc, "error");
+	const char *s = json_string_value(json_is_object(e) ? json_object_get(e, "code") : e);
+
+	buf[0] = '\0';
+	if (s && strlen(s) + 3 <= len && strspn(s, "abcdefghijklmnopqrstuvwxyz_") == strlen(s))
+		(void)snprintf(buf, len, ", %s", s);
+	up_json_wipe_decref(doc);
+	return buf;
+}
+
+static CURLcode perform(CURL *e, const char *url, const char *ca, struct curl_slist *h,
+			const char *body, struct up_agent_body *b, char *cerr, long *status)
+{
+	CURLcode c;
+
+	(void)curl_easy_setopt(e, CURLOPT_URL, url);
+	(void)curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	(void)curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	(void)curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)UP_AGENT_TOKEN_TIMEOUT_MS);
+	(void)curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	(void)curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	(void)curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	(void)curl_easy_setopt(e, CURLOPT_WRITEDATA, b);
+	(void)curl_easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
+	(void)curl_easy_setopt(e, CURLOPT_USERAGENT, "uplinkd");
+	c = ca && *ca ? curl_easy_setopt(e, CURLOPT_CAINFO, ca) : CURLE_OK;
+	if (c == CURLE_OK)
+		c = curl_easy_perform(e);
+	(void)curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	return c;
+}
+
+int up_agent_post(const char *url, const char *ca, const char *content_type, const char *body,
+		  struct up_agent_body *b, char *err, size_t len)
+{
+	char cerr[CURL_ERROR_SIZE] = "", code[64], ct[128];
+	CURL *e = curl_easy_init();
+	struct curl_slist *h = NULL;
+	long status = 0;
+	CURLcode c = CURLE_OUT_OF_MEMORY;
+	int r;
+
+	(void)snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
+	h = curl_slist_append(NULL, ct);
+	if (e && h)
+		c = perform(e, url, ca, h, body, b, cerr, &status);
+	if (b->too_big)
+		r = up_agent_failf(err, len, -EIO, "the answer of %s is larger than %d bytes", url,
+				   UP_AGENT_TOKEN_RESPONSE_MAX);
+	else if (c != CURLE_OK)
+		r = up_agent_failf(err, len, -EIO, "%s: %s", url,
+				   *cerr ? cerr : curl_easy_strerror(c));
+	else if (status != 200)
+		r = up_agent_failf(err, len, -EIO, "%s answered HTTP %ld%s", url, status,
+				   oauth_error(b, code, sizeof(code)));
+	else
+		r = 0;
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	return r;
+}
+
+/* ---------------------------------------------------------------- the contribution */
+
+int up_agent_set_auth_rules(struct up_agent_prepared *p, json_t *doc)
+{
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	up_json_wipe_decref(doc);
+	if (!(p->auth_rules = up_agent_keep(p, text, text ? strlen(text) + 1 : 0)))
+		return -ENOMEM;
+	p->auth_rules_len = strlen(p->auth_rules);
+	return 0;
+}
+
+const char *up_agent_dump_json(struct up_agent_prepared *p, json_t *doc, size_t *len)
+{
+	char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+
+	up_json_wipe_decref(doc);
+	text = up_agent_keep(p, text, text ? strlen(text) : 0);
+	*len = text ? strlen(text) : 0;
+	return text;
+}
+
+int up_agent_add_file_volume(struct up_agent_prepared *p, enum up_agent_volume_kind kind,
+			     const char *volume, const char *key, const char *data, size_t len,
+			     const char *mount_path)
+{
+	struct up_agent_volume *v = up_agent_add_volume(p, kind, volume, NULL, true);
+
+	return v ? up_agent_add_file(p, v, key, data, len, mount_path) : -ENOMEM;
+}
+
+int up_agent_add_host_path(struct up_agent_prepared *p, const char *volume, const char *path,
+			   const char *type, const char *mount_path, bool rw)
+{
+	struct up_agent_volume *v =
+		up_agent_add_volume(p, UP_AGENT_VOL_HOSTPATH, volume, mount_path, !rw);
+
+	if (!v || !(v->host_path = up_agent_strdup(p, path)) ||
+	    !(v->host_path_type = up_agent_strdup(p, type)))
+		return -ENOMEM;
+	return 0;
+}
+
+int up_agent_add_empty_dir(struct up_agent_prepared *p, const char *volume, const char *mount_path,
+			   const char *size)
+{
+	struct up_agent_volume *v =
+		up_agent_add_volume(p, UP_AGENT_VOL_EMPTYDIR, volume, mount_path, false);
+
+	if (!v || !(v->medium = up_agent_strdup(p, "Memory")) ||
+	    !(v->size_limit = up_agent_strdup(p, size)))
+		return -ENOMEM;
+	return 0;
+}
+
+int up_agent_make_dir(const char *path, char *err, size_t err_len)
+{
+	char parent[4096];
+	int r;
+
+	if ((size_t)snprintf(parent, sizeof(parent), "%s/", path) >= sizeof(parent))
+		return up_agent_failf(err, err_len, -ENAMETOOLONG, "%s: path too long", path);
+	r = up_mkdir_parents(parent, 0700);
+	if (r < 0)
+		return up_agent_failf(err, err_len, r, "cannot create %s: %s", path, strerror(-r));
+	return 0;
+}
+
+static const char *const entrypoint_argv[] = {UP_AGENT_ENTRYPOINT, NULL};
+
+int up_agent_set_command(struct up_agent_prepared *p, const char *const *tool,
+			 const char *const *args, char *err, size_t err_len)
+{
+	const char *argv[UP_AGENT_MAX_ARGS + 16];
+	size_t n = 0;
+	char *quoted = NULL, *line;
+	int r;
+
+	for (size_t i = 0; tool[i] && n < ELEMENTSOF(argv) - UP_AGENT_MAX_ARGS - 1; i++)
+		argv[n++] = tool[i];
+	for (size_t i = 0; args && args[i]; i++) {
+		if (i == UP_AGENT_MAX_ARGS)
+			return up_agent_failf(err, err_len, -E2BIG,
+					      "more than %d arguments after --", UP_AGENT_MAX_ARGS);
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	r = up_shell_quote_argv(argv, &quoted);
+	if (r == -E2BIG)
+		return up_agent_failf(err, err_len, r,
+				      "the arguments after -- are longer than %d bytes",
+				      UP_AGENT_MAX_ARGS_LEN);
+	if (r < 0)
+		return r;
+	line = up_agent_printf(p, "exec %s", quoted);
+	free(quoted);
+	if (!line)
+		return -ENOMEM;
+	const char *const cmd[] = {"bash", "-lc", line, NULL};
+	p->contrib.entrypoint = up_agent_copy_argv(p, entrypoint_argv);
+	p->contrib.command = up_agent_copy_argv(p, cmd);
+	p->contrib.memory_limit = "4Gi";
+	return p->contrib.entrypoint && p->contrib.command ? 0 : -ENOMEM;
+}
+
+/* ---------------------------------------------------------------- instructions */
+
+static const char sandbox_md[] =
+	"## Sandbox\n"
+	"\n"
+	"You are running inside uplink: a Kata Containers microVM on Kubernetes whose only way "
+	"out is an HTTPS proxy that allows requests by an allow-list of rules.\n"
+	"\n"
+	"- A request answered with the header `X-Uplink-Denied: 1` (status 403, or 400/431 for a "
+	"malformed request) and a JSON body like {\"error\": \"denied by uplink\", \"method\": "
+	"\"POST\", \"host\": \"api.example.com\", \"path\": \"/v1/x\", \"hint\": \"add a rule "
+	"...\"} was blocked by the proxy. Stop: do not retry it, and do not try to work around the "
+	"block (other hosts, other tools, other protocols, other spellings of the path). Tell the "
+	"user which request was blocked (method, host, path); the body's \"hint\" names the rule "
+	"that would allow it.\n"
+	"- Most credentials are injected by the proxy: API keys and tokens in this environment are "
+	"placeholders, and that is expected. Do not look for real ones.\n"
+	"- There is no DNS: tools must use the proxy (HTTPS_PROXY is set).\n"
+	"- If anything else about the sandbox stops you, stop and report it rather than working "
+	"around it.\n"
+	"- Docker works (a dockerd of your own runs in the VM). A Python virtualenv is at "
+	"/opt/venv.\n";
+
+const char *up_agent_instructions(const char *host, size_t host_len, struct up_agent_prepared *p)
+{
+	bool nl = host && host_len && host[host_len - 1] != '\n';
+
+	if (!host || !host_len)
+		return up_agent_strdup(p, sandbox_md);
+	return up_agent_printf(p, "%.*s%s\n%s", (int)host_len, host, nl ? "\n" : "", sandbox_md);
+}
