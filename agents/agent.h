@@ -189,6 +189,7 @@ struct up_agent_impl {
 /* Every agent, NULL-terminated. */
 extern const struct up_agent_impl *const up_agents[];
 extern const struct up_agent_impl up_agent_claude;
+extern const struct up_agent_impl up_agent_opencode;
 
 const struct up_agent_impl *up_agent_find(const char *name);
 /* The mode called `name` (NULL: the default), or NULL. */
