@@ -125,7 +125,8 @@ static void test_errors(void **state)
 		"~/.claude/settings.json is not valid JSON (line 1, column 18): fix it, or move "
 		"it aside and run `claude` again");
 	expect_error("valid", "vertex", -EINVAL,
-		     "agent claude has no mode 'vertex'; known: claude (modes anthropic, bedrock)");
+		     "agent claude has no mode 'vertex'; known: claude (modes anthropic, bedrock); "
+		     "opencode (modes anthropic, openai)");
 }
 
 /* An expired token whose refresh cannot reach the token endpoint. */
@@ -750,7 +751,8 @@ static void test_registry(void **state)
 	assert_string_equal(up_agent_find_mode(&up_agent_claude, "bedrock")->name, "bedrock");
 	assert_null(up_agent_find_mode(&up_agent_claude, "vertex"));
 	assert_int_equal(up_agent_describe_all(buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "claude (modes anthropic, bedrock)");
+	assert_string_equal(
+		buf, "claude (modes anthropic, bedrock); opencode (modes anthropic, openai)");
 	assert_int_equal(up_agent_rules_path(&up_agent_claude, "/opt/x", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/opt/x/agents/claude/default-rules.yaml");
 	assert_null(up_agent_prepared_free(NULL));
