@@ -69,7 +69,7 @@ def test_order_after_the_kubernetes_checks(run_doctor):
                          "registry"]
     assert names[6:] == ["kubectl", "docker", "docker daemon", "optional tools", "network policy",
                          "registries.yaml", "Secret Service", "notifications", "claude login",
-                         "uplinkd"]
+                         "opencode login", "uplinkd"]
     for c in res["checks"]:
         assert c["status"] in ("ok", "warn", "fail", "skip")
         if c["status"] in ("warn", "fail"):
@@ -327,4 +327,20 @@ def test_claude_login(run_doctor, tmpdir_short, text, status, words):
         assert "claude" in c["fix"]
     # a missing or stale login of one agent is no failure of the machine
     assert all(x["status"] != "fail" for x in res["checks"] if x["name"].endswith(" login"))
+    assert "SENTINEL" not in json.dumps(res)
+
+
+def test_opencode_login(run_doctor, tmpdir_short):
+    home = tmpdir_short / "home-doctor-opencode"
+    auth = home / ".local" / "share" / "opencode" / "auth.json"
+    auth.parent.mkdir(parents=True)
+    auth.write_text(json.dumps({"openai": {"type": "api", "key": "sk-DOCTOR-SENTINEL"}}))
+    rc, res, _ = run_doctor(env={"HOME": str(home)})
+    c = check(res, "opencode login")
+    assert c["status"] == "ok", c
+    assert c["detail"].endswith("auth.json: anthropic: none; openai: an API key"), c
+    auth.unlink()
+    rc, res, _ = run_doctor(env={"HOME": str(home)})
+    c = check(res, "opencode login")
+    assert c["status"] == "warn" and "opencode auth login" in c["fix"], c
     assert "SENTINEL" not in json.dumps(res)
