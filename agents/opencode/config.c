@@ -221,19 +221,6 @@ static int auth_token(json_t *s, const char *provider, const char *token)
 	return json_object_set_new(opts, "authToken", json_string(token)) < 0 ? -ENOMEM : 0;
 }
 
-static int plugins_warning(const json_t *s, const char *what, struct up_agent_prepared *p)
-{
-	const json_t *pl = json_object_get(s, "plugin");
-
-	if (!json_is_array(pl) || json_array_size(pl) == 0)
-		return 0;
-	return up_agent_warn(p,
-			     "%s: opencode installs the npm packages under 'plugin' at start, "
-			     "and the default rules do not allow the npm registry: add a rule "
-			     "for registry.npmjs.org, or they fail to load in the pod",
-			     what);
-}
-
 json_t *oc_config_transform(const json_t *host, const struct oc_login *login, const char *what,
 			    struct up_agent_prepared *p)
 {
@@ -242,8 +229,6 @@ json_t *oc_config_transform(const json_t *host, const struct oc_login *login, co
 
 	if (r == 0)
 		r = drop_secrets(s, "", what, p);
-	if (r == 0)
-		r = plugins_warning(s, what, p);
 	if (r == 0)
 		r = permissions(s);
 	if (r == 0 && (json_object_set_new(s, "autoupdate", json_false()) < 0 ||

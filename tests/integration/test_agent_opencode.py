@@ -197,10 +197,11 @@ def test_rules_check_and_render(daemon):
     r = d.client("rules", "check", "--json", "opencode", "anthropic", "POST",
                  "https://api.openai.com/v1/responses")
     assert json.loads(r.stdout)["decision"] == "deny"
-    # models.opencode.ai is not needed (the bundled model list is used): not allowed
-    r = d.client("rules", "check", "--json", "opencode", "anthropic", "POST",
+    # models.opencode.ai is not needed (the bundled model list is used): no rule of the
+    # agent names it; only the generic read-only rule would let its GET through
+    r = d.client("rules", "check", "--json", "opencode", "anthropic", "GET",
                  "https://models.opencode.ai/api.json")
-    assert json.loads(r.stdout)["decision"] == "deny"
+    assert json.loads(r.stdout)["rule"]["layer"] == "generic"
     for mode in ("anthropic", "openai"):
         r = d.client("rules", "render", "opencode", mode)
         assert r.returncode == 0 and "opencode-auth" in r.stdout and SENTINEL not in r.stdout

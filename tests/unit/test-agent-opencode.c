@@ -389,7 +389,6 @@ static void test_config(void **state)
 			      "provider.anthropic.options.apiKey looks like a credential"));
 	assert_true(warned(p, "mcp.gh.headers.Authorization looks like a credential"));
 	assert_true(warned(p, "mcp.gh.environment.GITHUB_TOKEN looks like a credential"));
-	assert_true(warned(p, "'plugin'"));
 	assert_string_equal(
 		json_string_value(json_object_get(
 			json_object_get(json_object_get(json_object_get(conf, "mcp"), "gh"),
