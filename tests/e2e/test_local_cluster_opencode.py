@@ -48,6 +48,14 @@ def run_detached(cluster, d):  # noqa: F811
     sid = r.stdout.strip()
     ids = agent_containers(cluster, sid)
     assert len(ids) == 1, ids
+
+    # The entrypoint's own signal that it is done with the user (usermod refuses, and the
+    # container ends, while a process of the user's runs): the agent's tmux session. Asked
+    # as root, which the entrypoint leaves alone.
+    def ready():
+        return cluster.docker("exec", ids[0], "tmux", "-S", "/run/uplink/tmux.sock",
+                              "has-session", "-t", "uplink", check=False).returncode == 0
+    wait_for(ready, timeout=120, what="the agent's tmux session")
     return sid, ids[0]
 
 
@@ -135,7 +143,7 @@ def test_oauth_login_renewed_reaches_the_running_agent(cluster, renewing):  # no
     sid, cid = run_detached(cluster, renewing)
     try:
         r = opencode(cluster, renewing, cid, "run", PROMPT)
-        assert ANSWER in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+        assert ANSWER in r.stdout, (r, renewing.logs()[-4000:])
         first = messages(cluster)[-1]
         # renewed at the start; Bearer with the OAuth beta, no API key
         assert first["authorization"].startswith("Bearer " + RENEWED + "-"), first
