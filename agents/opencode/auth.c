@@ -243,9 +243,10 @@ static json_t *new_entry(const struct entry *e, const json_t *ans, time_t now)
 }
 
 /* Refreshes e->doc's entry and writes the file back (the old refresh token is spent). */
-static int refresh(const char *path, const char *url, struct entry *e, time_t now, char *err,
-		   size_t len)
+static int refresh(const char *path, const struct up_agent_input *in, struct entry *e, time_t now,
+		   char *err, size_t len)
 {
+	const char *url = in->token_url;
 	struct up_agent_body b = {0};
 	char *body;
 	json_t *ans = NULL, *o = NULL;
@@ -256,7 +257,7 @@ static int refresh(const char *path, const char *url, struct entry *e, time_t no
 				      e->pv->id);
 	if (!(body = request_body(e)))
 		return -ENOMEM;
-	r = up_agent_post(url && *url ? url : e->pv->token_url,
+	r = up_agent_post(url && *url ? url : e->pv->token_url, in->ca_bundle,
 			  e->pv->form ? "application/x-www-form-urlencoded" : "application/json",
 			  body, &b, err, len);
 	up_free_secret(body, strlen(body));
@@ -292,7 +293,7 @@ static int renew(const struct up_agent_input *in, const char *path, struct entry
 
 	if (!e->oauth || left >= OC_REFRESH_MARGIN_S)
 		return 0;
-	if (refresh(path, in->token_url, e, now, why, sizeof(why)) >= 0)
+	if (refresh(path, in, e, now, why, sizeof(why)) >= 0)
 		return 0;
 	if (left > 0)
 		return up_agent_warn(p,
