@@ -106,6 +106,8 @@ struct up_agent_input {
 	time_t now;	 /* 0: time(NULL); tests fix it */
 	/* Where an expired OAuth token is refreshed; NULL: the agent's default (tests set it). */
 	const char *token_url;
+	/* The same for OpenAI's (codex's ChatGPT login); NULL: auth.openai.com. */
+	const char *openai_token_url;
 	/* The CA bundle (PEM file) that refresh's HTTPS trusts instead of the system's; NULL:
 	 * the system's. */
 	const char *ca_bundle;
@@ -189,6 +191,7 @@ struct up_agent_impl {
 /* Every agent, NULL-terminated. */
 extern const struct up_agent_impl *const up_agents[];
 extern const struct up_agent_impl up_agent_claude;
+extern const struct up_agent_impl up_agent_codex;
 extern const struct up_agent_impl up_agent_opencode;
 
 const struct up_agent_impl *up_agent_find(const char *name);

@@ -18,6 +18,7 @@
 
 const struct up_agent_impl *const up_agents[] = {
 	&up_agent_claude,
+	&up_agent_codex,
 	&up_agent_opencode,
 	NULL,
 };

@@ -69,6 +69,8 @@ enum up_knob_kind {
 	  "the machine id the owner label is derived from")                                   \
 	X(token_url, "UPLINK_ANTHROPIC_TOKEN_URL", TEST, "URL",                               \
 	  "CLAUDE_TOKEN_URL_DEFAULT (claude.h)", "where Claude's OAuth token is refreshed")   \
+	X(openai_token_url, "UPLINK_OPENAI_TOKEN_URL", TEST, "URL",                           \
+	  "CODEX_TOKEN_URL_DEFAULT (codex.h)", "where Codex's ChatGPT token is refreshed")    \
 	X(home, "HOME", SYSTEM, "path", "the passwd entry's", "the user's home")              \
 	X(xdg_config_home, "XDG_CONFIG_HOME", SYSTEM, "path", "~/.config",                    \
 	  "the user's config.yaml is under uplink/")                                          \
