@@ -69,7 +69,7 @@ def test_order_after_the_kubernetes_checks(run_doctor):
                          "registry"]
     assert names[6:] == ["kubectl", "docker", "docker daemon", "optional tools", "network policy",
                          "registries.yaml", "Secret Service", "notifications", "claude login",
-                         "opencode login", "uplinkd"]
+                         "codex login", "opencode login", "uplinkd"]
     for c in res["checks"]:
         assert c["status"] in ("ok", "warn", "fail", "skip")
         if c["status"] in ("warn", "fail"):
