@@ -67,7 +67,7 @@ static int config_toml(struct ctx *c)
 	if (r < 0 && r != -ENOENT)
 		return up_agent_failf(c->err, c->err_len, r, "cannot read ~/.codex/config.toml: %s",
 				      strerror(-r));
-	text = codex_config_toml(host, len, c->mode, "~/.codex/config.toml", c->p);
+	text = codex_config_toml(host, len, c->mode, c->in->cwd, "~/.codex/config.toml", c->p);
 	if (host)
 		up_free_secret(host, len);
 	if (!text)

@@ -423,8 +423,10 @@ int codex_chatgpt_auth(const struct up_agent_input *in, struct up_agent_prepared
 	if (r == 0) {
 		h = json_pack("{s:o}", "Authorization", bearer(l.access));
 		if (h && l.account &&
-		    json_object_set_new(h, "ChatGPT-Account-Id", json_string(l.account)) < 0)
+		    json_object_set_new(h, "ChatGPT-Account-Id", json_string(l.account)) < 0) {
+			up_json_wipe_decref(h);
 			r = -ENOMEM;
+		}
 		if (r == 0)
 			r = up_agent_set_auth_rules(
 				p, json_pack("{s:[o]}", "rules",

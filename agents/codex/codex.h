@@ -61,7 +61,8 @@ json_t *codex_jwt_claims(const char *jwt);
 
 /*
  * config.toml for the pod: the host's (may be NULL) with every secret-bearing key or table
- * left out (a warning names each), uplink's own settings first. Owned by `p`.
+ * left out (a warning names each), uplink's own settings first, and the cwd (NULL: none)
+ * trusted last, in place of the host's table for it. Owned by `p`.
  */
 const char *codex_config_toml(const char *host, size_t host_len, enum codex_mode mode,
-			      const char *what, struct up_agent_prepared *p);
+			      const char *cwd, const char *what, struct up_agent_prepared *p);

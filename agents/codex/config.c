@@ -131,6 +131,7 @@ static void scan_line(struct scan *s, const char *p, size_t n)
 
 struct filter {
 	char table[UP_MAX_HEADER_VALUE];
+	const char *cwd; /* its [projects."<cwd>"] is uplink's */
 	bool skip_table, skip_value;
 	struct scan value;
 	const char *what;
@@ -160,6 +161,37 @@ static void emit(struct filter *f, const char *s, size_t n)
 	f->out[f->len] = '\0';
 }
 
+/* Whether a table header names the cwd's project table. */
+static bool is_cwd_table(const struct filter *f, const char *name, size_t n)
+{
+	char buf[2 * UP_MAX_HEADER_VALUE];
+	const char *seg[4];
+
+	return f->cwd && split_key(name, n, buf, sizeof(buf), seg, ELEMENTSOF(seg)) == 2 &&
+	       streq(seg[0], "projects") && streq(seg[1], f->cwd);
+}
+
+/* The cwd trusted, so that codex does not ask: as a TOML basic string, when it can be one. */
+static void trust_cwd(struct filter *f)
+{
+	char line[UP_MAX_HEADER_VALUE + 64];
+	size_t k = 0;
+
+	k += (size_t)snprintf(line, sizeof(line), "[projects.\"");
+	for (const char *c = f->cwd; c && *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f || k + 8 >= sizeof(line))
+			return;
+		if (*c == '"' || *c == '\\')
+			line[k++] = '\\';
+		line[k++] = *c;
+	}
+	if (!f->cwd || k + 4 >= sizeof(line))
+		return;
+	memcpy(line + k, "\"]", 3);
+	emit(f, line, strlen(line));
+	emit(f, "trust_level = \"trusted\"", strlen("trust_level = \"trusted\""));
+}
+
 static void header(struct filter *f, const char *s, size_t n)
 {
 	size_t open = s[1] == '[' ? 2 : 1;
@@ -167,6 +199,10 @@ static void header(struct filter *f, const char *s, size_t n)
 	size_t name_len = end && end > s + open ? (size_t)(end - s - open) : 0;
 
 	f->skip_table = name_len && secret_path("", s + open, name_len);
+	if (!f->skip_table && is_cwd_table(f, s + open, name_len)) {
+		f->skip_table = true; /* uplink writes its own, trusted */
+		return;
+	}
 	if (f->skip_table) {
 		if (up_agent_warn(f->p,
 				  "%s: the table [%.*s] may hold credentials; the pod's copy "
@@ -228,9 +264,9 @@ static void one_line(struct filter *f, const char *line, size_t n)
 static const char *const mode_login[] = {[CODEX_CHATGPT] = "chatgpt", [CODEX_API_KEY] = "api"};
 
 const char *codex_config_toml(const char *host, size_t host_len, enum codex_mode mode,
-			      const char *what, struct up_agent_prepared *p)
+			      const char *cwd, const char *what, struct up_agent_prepared *p)
 {
-	struct filter f = {.what = what, .p = p};
+	struct filter f = {.what = what, .p = p, .cwd = cwd};
 	char head[512];
 	size_t i = 0;
 
@@ -249,6 +285,8 @@ const char *codex_config_toml(const char *host, size_t host_len, enum codex_mode
 		one_line(&f, host + i, m);
 		i += n + 1;
 	}
+	if (f.r == 0 && !open_value(&f.value))
+		trust_cwd(&f);
 	if (f.r < 0) {
 		up_free_secret(f.out, f.cap);
 		return NULL;

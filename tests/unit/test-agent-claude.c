@@ -126,7 +126,7 @@ static void test_errors(void **state)
 		"it aside and run `claude` again");
 	expect_error("valid", "vertex", -EINVAL,
 		     "agent claude has no mode 'vertex'; known: claude (modes anthropic, bedrock); "
-		     "opencode (modes anthropic, openai)");
+		     "codex (modes chatgpt, api_key); opencode (modes anthropic, openai)");
 }
 
 /* An expired token whose refresh cannot reach the token endpoint. */
@@ -745,14 +745,16 @@ static void test_registry(void **state)
 	char buf[256];
 
 	assert_ptr_equal(up_agent_find("claude"), &up_agent_claude);
-	assert_null(up_agent_find("codex"));
+	assert_ptr_equal(up_agent_find("codex"), &up_agent_codex);
+	assert_null(up_agent_find("cursor"));
 	assert_null(up_agent_find(NULL));
 	assert_string_equal(up_agent_find_mode(&up_agent_claude, NULL)->name, "anthropic");
 	assert_string_equal(up_agent_find_mode(&up_agent_claude, "bedrock")->name, "bedrock");
 	assert_null(up_agent_find_mode(&up_agent_claude, "vertex"));
 	assert_int_equal(up_agent_describe_all(buf, sizeof(buf)), 0);
-	assert_string_equal(
-		buf, "claude (modes anthropic, bedrock); opencode (modes anthropic, openai)");
+	assert_string_equal(buf,
+			    "claude (modes anthropic, bedrock); codex (modes chatgpt, api_key); "
+			    "opencode (modes anthropic, openai)");
 	assert_int_equal(up_agent_rules_path(&up_agent_claude, "/opt/x", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/opt/x/agents/claude/default-rules.yaml");
 	assert_null(up_agent_prepared_free(NULL));

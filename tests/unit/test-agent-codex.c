@@ -79,7 +79,7 @@ static void test_secret_names(void **state)
 
 static const char *filtered(const char *host, enum codex_mode mode, struct up_agent_prepared *p)
 {
-	const char *t = codex_config_toml(host, host ? strlen(host) : 0, mode, "C", p);
+	const char *t = codex_config_toml(host, host ? strlen(host) : 0, mode, NULL, "C", p);
 
 	assert_non_null(t);
 	return t;
@@ -162,6 +162,28 @@ static void test_config_drops_secrets(void **state)
 	up_agent_prepared_free(p);
 }
 
+static void test_config_trusts_the_cwd(void **state)
+{
+	static const char host[] = "[projects.\"/w/p\"]\ntrust_level = \"untrusted\"\n"
+				   "[projects.\"/w/other\"]\ntrust_level = \"trusted\"\n";
+	struct up_agent_prepared *p = up_agent_prepared_new();
+	const char *t;
+
+	(void)state;
+	t = codex_config_toml(host, strlen(host), CODEX_CHATGPT, "/w/p", "C", p);
+	assert_non_null(t);
+	assert_null(strstr(t, "untrusted"));
+	assert_non_null(strstr(t, "[projects.\"/w/other\"]\ntrust_level = \"trusted\"\n"
+				  "[projects.\"/w/p\"]\ntrust_level = \"trusted\"\n"));
+	t = codex_config_toml(NULL, 0, CODEX_CHATGPT, "/w/a \"b\"\\c", "C", p);
+	assert_non_null(
+		strstr(t, "\n[projects.\"/w/a \\\"b\\\"\\\\c\"]\ntrust_level = \"trusted\"\n"));
+	t = codex_config_toml(NULL, 0, CODEX_CHATGPT, "/w/new\nline", "C", p);
+	assert_null(strstr(t, "[projects."));
+	assert_int_equal(p->n_warnings, 0);
+	up_agent_prepared_free(p);
+}
+
 /* ---------------------------------------------------------------- doctor */
 
 static char home[64];
@@ -230,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_secret_names),
 		cmocka_unit_test(test_config_forced_first),
 		cmocka_unit_test(test_config_drops_secrets),
+		cmocka_unit_test(test_config_trusts_the_cwd),
 		cmocka_unit_test(test_doctor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
