@@ -150,6 +150,7 @@ def test_config_toml_loses_its_secret_bearing_keys(home):
     assert doc["cli_auth_credentials_store"] == "file"
     assert doc["forced_login_method"] == "chatgpt"       # the mode's, not the host's
     assert doc["check_for_update_on_startup"] is False
+    assert doc["projects"] == {str(home): {"trust_level": "trusted"}}     # the cwd: no prompt
     assert doc["model"] == "gpt-5-codex" and doc["model_auto_compact_token_limit"] == 90000
     corp = doc["model_providers"]["corp"]
     assert corp == {"name": "corp", "base_url": "https://llm.example.com/v1"}
