@@ -14,7 +14,7 @@
 
 #include "completion.h"
 
-const char *const up_completion_agents[] = {"claude", "opencode", NULL};
+const char *const up_completion_agents[] = {"claude", "codex", "gemini", "opencode", NULL};
 
 struct kind_name {
 	const char *placeholder;

@@ -45,7 +45,7 @@ def test_bash_completes_commands_and_flags(tmp_path):
     assert bash_complete(["rules", ""], NO_DAEMON, tmp_path) == ["check", "lint", "render", "suggest"]
     assert bash_complete(["rules", "check", "--r"], NO_DAEMON, tmp_path) == ["--rules"]
     assert bash_complete(["run", "-o", ""], NO_DAEMON, tmp_path) == ["json", "yaml"]
-    assert bash_complete(["run", ""], NO_DAEMON, tmp_path) == ["claude", "opencode"]
+    assert bash_complete(["run", ""], NO_DAEMON, tmp_path) == ["claude", "codex", "gemini", "opencode"]
     assert bash_complete(["completion", ""], NO_DAEMON, tmp_path) == ["bash", "zsh", "fish"]
     # an option's value is not taken for a positional: after --ttl 2h, the agent comes next
     assert bash_complete(["run", "--ttl", "2h", "cl"], NO_DAEMON, tmp_path) == ["claude"]
@@ -61,7 +61,7 @@ def test_bash_runs_the_uplink_that_is_typed(tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "uplink").symlink_to(uplink_bin())
     e = {**NO_DAEMON, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    assert bash_complete(["run", ""], e, tmp_path, prog="~/bin/uplink") == ["claude", "opencode"]
+    assert bash_complete(["run", ""], e, tmp_path, prog="~/bin/uplink") == ["claude", "codex", "gemini", "opencode"]
 
 
 def test_bash_registers_the_function(tmp_path):
