@@ -256,8 +256,8 @@ static int take_tokens(struct login *l, const struct up_agent_body *b, time_t no
 
 /* Refreshes in place and writes the host file back (the old refresh token stops working
  * once used). 0, or -EIO with why. */
-static int refresh(const char *path, const char *url, struct login *l, time_t now, char *err,
-		   size_t len)
+static int refresh(const char *path, const char *url, const char *ca, struct login *l, time_t now,
+		   char *err, size_t len)
 {
 	struct up_agent_body b = {0};
 	char *req;
@@ -270,7 +270,7 @@ static int refresh(const char *path, const char *url, struct login *l, time_t no
 				      CODEX_AUTH " has no usable 'tokens.refresh_token'");
 	if (!(req = request_body(l->refresh)))
 		return -ENOMEM;
-	r = up_agent_post(url, "application/json", req, &b, err, len);
+	r = up_agent_post(url, ca, "application/json", req, &b, err, len);
 	up_free_secret(req, strlen(req));
 	if (r == 0) {
 		r = take_tokens(l, &b, now, err, len);
@@ -294,7 +294,7 @@ static int maybe_refresh(const struct up_agent_input *in, const char *path, stru
 
 	if (left >= CODEX_REFRESH_MARGIN_S)
 		return 0;
-	if (refresh(path, in->openai_token_url, l, now, why, sizeof(why)) >= 0)
+	if (refresh(path, in->openai_token_url, in->ca_bundle, l, now, why, sizeof(why)) >= 0)
 		return 0;
 	if (left > 0)
 		return up_agent_warn(p,

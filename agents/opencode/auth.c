@@ -246,7 +246,8 @@ static json_t *new_entry(const struct entry *e, const json_t *ans, time_t now)
 static int refresh(const char *path, const struct up_agent_input *in, struct entry *e, time_t now,
 		   char *err, size_t len)
 {
-	const char *url = in->token_url;
+	/* the test's (or the knob's) token endpoint of the provider: Anthropic's or OpenAI's */
+	const char *url = e->pv == &providers[OC_OPENAI] ? in->openai_token_url : in->token_url;
 	struct up_agent_body b = {0};
 	char *body;
 	json_t *ans = NULL, *o = NULL;

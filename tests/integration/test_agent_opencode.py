@@ -110,7 +110,7 @@ def test_chatgpt_login_refreshed_as_opencode_does(home, token_server):
                          "id_token": jwt({"https://api.openai.com/auth":
                                           {"chatgpt_account_id": "acct-new"}})}
     rc, out = probe(home, "--mode", "openai", "--cwd", str(home / "proj"), "--now", str(NOW),
-                    env={"UPLINK_ANTHROPIC_TOKEN_URL": token_server.url})
+                    env={"UPLINK_OPENAI_TOKEN_URL": token_server.url})
     assert rc == 0, out
     _, headers, body = token_server.requests[0]
     assert headers["Content-Type"] == "application/x-www-form-urlencoded"
@@ -141,7 +141,7 @@ def test_refresh_refused_keeps_the_host_file(home, token_server):
     token_server.status = 400
     token_server.body = {"error": "invalid_grant", "error_description": SENTINEL}
     rc, out = probe(home, "--mode", "openai", "--rules-only", "--now", str(NOW),
-                    env={"UPLINK_ANTHROPIC_TOKEN_URL": token_server.url})
+                    env={"UPLINK_OPENAI_TOKEN_URL": token_server.url})
     assert rc == 1 and out["code"] == -5
     assert out["error"] == (
         "opencode's OpenAI login in ~/.local/share/opencode/auth.json has expired and "
