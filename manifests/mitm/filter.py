@@ -55,6 +55,7 @@ uplink_aws = _sibling("uplink_aws", rules=uplink_rules)
 uplink_io = _sibling("uplink_io", rules=uplink_rules)
 uplink_net = _sibling("uplink_net", rules=uplink_rules)
 uplink_control = _sibling("uplink_control", io=uplink_io)
+uplink_ask = _sibling("uplink_ask")
 # Every name of the modules is a name of filter.py too, as when they were one file: the
 # hooks below use them so, and so do the tests and the benchmark (load_filter()).
 for _mod in (uplink_rules, uplink_aws, uplink_io, uplink_net):
@@ -146,6 +147,20 @@ def answer_before_body(flow):
     return True
 
 
+# What the audit line and the 403's hint say of a request the user was asked about.
+_ASKED_REASON = {"deny": "asked: the user denied it",
+                 "timeout": "asked: no answer in {} s"}
+_ASKED_HINT = {
+    "deny": "the user was asked about this request and denied it: do not retry it; tell "
+            "the user what you needed it for",
+    "timeout": "the user was asked about this request and did not answer within {} s: tell "
+               "the user what you need and retry only once they say they approved it "
+               "(uplink approvals; uplink approve ID)"}
+# The rule a request released "once" goes out under: it injects nothing.
+_APPROVED_ONCE = uplink_rules._parse_rule(-1, {"name": "approved-once", "layer": "session",
+                                               "hosts": [".*"]})
+
+
 def _has_body(req):
     return "transfer-encoding" in req.headers or _declared_length(req.headers) not in (None, 0)
 
@@ -166,10 +181,22 @@ class UplinkFilter:
         self.control = None        # uplink_control.Server, once running
         uplink_control.register("PUT", "/v1/rules", self._put_rules)
         uplink_control.register("GET", "/v1/status", self._get_status)
+        self.ask = uplink_ask.Asker(self._release, self._held_allowed, uplink_rules._parse_rule)
+        self.ask.register(uplink_control)
+        uplink_control.register_status("held", lambda: len(self.ask.held))
+        self._combined = (None, -1, RuleSet())  # (file rules, session version, both)
 
     @property
     def rules(self):
-        return self.rules_file.value
+        """The rules file's rules, then those the user approved for this session."""
+        base = self.rules_file.value
+        if not self.ask.session_raw:
+            return base
+        known, version, both = self._combined
+        if known is not base or version != self.ask.session_version:
+            both = RuleSet(list(base.rules) + self.ask.session_rules(len(base)))
+            self._combined = (base, self.ask.session_version, both)
+        return both
 
     # -- options
 
@@ -193,6 +220,11 @@ class UplinkFilter:
         loader.add_option("uplink_control_port", int, uplink_control.CONTROL_PORT,
                           "Port of the control listener (uplinkd reaches it through the "
                           "API server's pod proxy).")
+        loader.add_option("uplink_ask", bool, False,
+                          "Hold a request no rule allows while uplinkd asks the user "
+                          "(ask mode), instead of denying it at once.")
+        loader.add_option("uplink_ask_timeout", int, uplink_ask.DEFAULT_TIMEOUT_S,
+                          "How long a held request waits for the user's answer (seconds).")
 
     def configure(self, updated):
         opts = ctx.options
@@ -202,6 +234,11 @@ class UplinkFilter:
             self.reload_s = opts.uplink_reload_ms / 1000.0
         if "uplink_rules" in updated:
             self._set_source(self.rules_file, opts.uplink_rules)
+        if "uplink_ask_timeout" in updated:
+            if not 1 <= opts.uplink_ask_timeout <= uplink_ask.TIMEOUT_MAX_S:
+                raise exceptions.OptionsError(
+                    f"uplink_ask_timeout must be 1 to {uplink_ask.TIMEOUT_MAX_S} seconds")
+            self.ask.timeout_s = opts.uplink_ask_timeout
         if "uplink_aws_creds" in updated:
             self._set_source(self.creds_file, opts.uplink_aws_creds)
         if "rawtcp" in updated and getattr(opts, "rawtcp", False):
@@ -212,6 +249,11 @@ class UplinkFilter:
         self._configure_connections(opts, updated)
         if "uplink_control_token" in updated:
             self._read_control_token(opts.uplink_control_token)
+        if {"uplink_ask", "uplink_control_token"} & set(updated):
+            self.ask.enabled = opts.uplink_ask and self.control_token is not None
+            if opts.uplink_ask and self.control_token is None:
+                oplog("warn", "uplink_ask is on but there is no control token: no one could "
+                              "answer, so requests no rule allows are denied at once")
         if "uplink_extra_ca" in updated and opts.uplink_extra_ca:
             self._combine_upstream_ca(opts.uplink_extra_ca)
         elif ("ssl_verify_upstream_trusted_ca" in updated and opts.ssl_verify_upstream_trusted_ca
@@ -372,13 +414,24 @@ class UplinkFilter:
         self._poll()
         host, port = normalize_host(flow.request.host), flow.request.port
         rule = self.rules.match_connect(host)
-        if rule is None:
+        if rule is None and not self._may_tunnel_to_ask(host):
             flow.metadata[META] = {"logged": True}
             flow.response = self._refusal(flow, "CONNECT", host, None)
             self._emit("connect-refused", None, "CONNECT", None, host, port, None, 403)
-        elif rule.l4:
+        elif rule is not None and rule.l4:
             self.pending_l4.setdefault(flow.client_conn.id, {})[(host, port)] = rule
             flow.metadata[META] = {"l4": {"name": rule.name, "layer": rule.layer}}
+
+    def _may_tunnel_to_ask(self, host):
+        """In ask mode a tunnel no rule names is opened (the requests in it are held and
+        asked about), unless it is to an address refused by design."""
+        if not self.ask.enabled:
+            return False
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return True
+        return refusal_of_address(self.rules, ip, self.refuse_cidrs) is None
 
     @_fail_closed
     def next_layer(self, nextlayer):
@@ -404,6 +457,7 @@ class UplinkFilter:
 
     @_fail_closed
     def client_disconnected(self, client):
+        self.ask.drop_client(client.id)
         self.pending_l4.pop(client.id, None)
         self.open_l4.pop(client.id, None)
 
@@ -497,9 +551,20 @@ class UplinkFilter:
 
     # -- HTTP
 
-    def _refusal(self, flow, method, host, path, reason=None, status=403):
+    def _refusal(self, flow, method, host, path, reason=None, status=403, asked=None):
+        """The 403 JSON (README.md "When a request is denied"): ``asked`` and ``answer``
+        say whether the user was asked and what came of it, ``ask_mode`` whether this
+        session asks at all."""
+        hint = reason or deny_hint(method, host, path)
         body = {"error": "denied by uplink", "method": method, "host": host, "path": path,
-                "hint": reason or deny_hint(method, host, path)}
+                "asked": asked is not None, "ask_mode": self.ask.enabled}
+        if asked is not None:
+            body["answer"] = "denied" if asked == "deny" else "no answer"
+            hint = _ASKED_HINT[asked].format(self.ask.timeout_s) + "; " + hint
+        elif reason is None and not self.ask.enabled:
+            hint += ("; or the user can start the session with --ask to be asked about "
+                     "requests like this one while it waits")
+        body["hint"] = hint
         flow.request.stream = False  # a response and streaming cannot be combined
         return http.Response.make(
             status, json.dumps(body, ensure_ascii=True).encode() + b"\n",
@@ -541,9 +606,18 @@ class UplinkFilter:
         overrides = method_overrides(req.headers.items(multi=True))
         rule, status, reason = self._decide(flow, method, host, overrides)
         if rule is None:
+            if reason is None and self._askable(flow, host) and self.ask.hold(
+                    flow, method, host, req.path):
+                return  # held: _release goes on once the user answered or time ran out
             self._deny(flow, method, host, reason, status)
             self._answer_now(flow)
             return
+        self._allow(flow, method, overrides, rule)
+
+    def _allow(self, flow, method, overrides, rule):
+        """A request a rule allows: its credentials injected or its AWS signature planned."""
+        req = flow.request
+        host = normalize_host(req.host)
         meta = {"rule": rule.name, "layer": rule.layer, "decision": "allow", "injected": []}
         flow.metadata[META] = meta
         reflect = any(m.strip(" \t").translate(_ASCII_UPPER) in NO_INJECT_METHODS
@@ -607,13 +681,51 @@ class UplinkFilter:
             oplog("warn", "could not answer a denied request before its body; "
                           "mitmproxy reads the body first")
 
-    def _deny(self, flow, method, host, reason, status=403):
-        """Answers the request with the JSON refusal and writes its audit line."""
+    def _deny(self, flow, method, host, reason, status=403, asked=None):
+        """Answers the request with the JSON refusal and writes its audit line (``asked``:
+        the user's answer, "deny" or "timeout", when the request was held)."""
         req = flow.request
         flow.metadata[META] = {"logged": True}
         req.headers.pop("expect", None)
-        flow.response = self._refusal(flow, method, host, req.path, reason, status)
-        self._emit("deny", None, method, req.scheme, host, req.port, req.path, status)
+        flow.response = self._refusal(flow, method, host, req.path, reason, status, asked)
+        why = _ASKED_REASON[asked].format(self.ask.timeout_s) if asked else None
+        self._emit("deny", None, method, req.scheme, host, req.port, req.path, status, why)
+
+    # -- ask mode (uplink_ask.py holds; these decide what a held request may become)
+
+    def _askable(self, flow, host):
+        """A request no rule allows may be asked about unless it is refused by design: a
+        dummy-signed AWS request (approval could only send it unsigned, and credential
+        calls are never asked about). An approval never injects a credential."""
+        auth = flow.request.headers.get("authorization", "")
+        return not (is_aws_host(host) and _SIGV4_AUTH_RE.match(auth))
+
+    def _held_allowed(self, entry):
+        flow = entry.flows[0]
+        req = flow.request
+        return self._decide(flow, raw_method(req), normalize_host(req.host),
+                            method_overrides(req.headers.items(multi=True)))[0] is not None
+
+    def _release(self, flow, decision):
+        """A held request goes on ("once": as sent, under no rule; "session": under the
+        rule now allowing it) or gets the 403 saying the user was asked."""
+        req = flow.request
+        host, method = normalize_host(req.host), raw_method(req)
+        try:
+            rule = None
+            if decision in ("once", "session"):
+                overrides = method_overrides(req.headers.items(multi=True))
+                rule = (_APPROVED_ONCE if decision == "once"
+                        else self._decide(flow, method, host, overrides)[0])
+            if rule is not None:
+                self._allow(flow, method, overrides, rule)
+            else:
+                self._deny(flow, method, host, None, 403,
+                           "timeout" if decision == "timeout" else "deny")
+            if flow.response is not None:
+                self._answer_now(flow)
+        except Exception as e:  # noqa: BLE001 - every failure must deny
+            self._failed("requestheaders", flow, e)
 
     def _failed(self, hook, arg, exc):
         """A hook raised: log where (never the message, it may quote a header or a

@@ -127,7 +127,7 @@ def test_deny_body_names_request_and_rule_to_add(proxy):
                    body=b"{}", trust=proxy.pki.mitm_ca)
     assert res.status == 403 and res.header("Content-Type") == "application/json"
     body = res.json()
-    assert set(body) == {"error", "method", "host", "path", "hint"}
+    assert set(body) == {"error", "method", "host", "path", "hint", "asked", "ask_mode"}
     assert body["method"] == "POST" and body["path"] == "/v1/x?y=1"
     assert "hosts: ['api\\.example\\.com']" in body["hint"]
     assert "methods: [POST]" in body["hint"] and "paths: ['/v1/x(\\?.*)?']" in body["hint"]
