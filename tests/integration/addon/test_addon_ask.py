@@ -1,42 +1,33 @@
 """Ask mode through real mitmdump, as the agent meets it: a request no rule allows is held
 (never sent upstream) until uplinkd decides through the control listener's /v1/held
-endpoints, or until ask_timeout; what is listed never holds a header, a body or a query."""
+endpoints (uplink_control.py, with the session's token), or until ask_timeout; what is
+listed never holds a header, a body or a query."""
 
 import http.client
 import json
-import shutil
+import secrets
 import threading
 import time
 import uuid
 
 import pytest
 
-from addon_support import FILTER, HERE, SENTINEL, Proxy, free_port, send
+from addon_support import SENTINEL, Proxy, free_port, send
 
 SECRET = f"Bearer {SENTINEL}-ask-token"
 RULES = [{"name": "api", "layer": "auth", "hosts": ["api\\.uplink\\.test"],
           "inject": {"headers": {"Authorization": SECRET}}}]
 
 
-def _addon_dir(workdir):
-    """filter.py and its siblings, with the stand-in control listener until the real
-    uplink_control.py is in manifests/mitm/."""
-    d = workdir / "ask-addon"
-    if not d.exists():
-        d.mkdir()
-        for f in FILTER.parent.glob("*.py"):
-            shutil.copy(f, d)
-        if not (FILTER.parent / "uplink_control.py").exists():
-            shutil.copy(HERE / "standin" / "uplink_control.py", d)
-    return d / "filter.py"
-
-
 class AskProxy:
     def __init__(self, workdir, pki, echo, name, timeout_s, ask=True):
-        self.control_port = free_port()
-        self.proxy = Proxy(workdir, pki, echo, name, filter_py=_addon_dir(workdir),
-                           env={"UPLINK_TEST_CONTROL_PORT": str(self.control_port)},
+        self.control_port, self.token = free_port(), secrets.token_hex(24)
+        token_file = workdir / f"{name}-control-token"
+        token_file.write_text(self.token)
+        self.proxy = Proxy(workdir, pki, echo, name,
                            sets=[f"uplink_extra_ca={pki.upstream_ca}",
+                                 f"uplink_control_token={token_file}",
+                                 f"uplink_control_port={self.control_port}",
                                  f"uplink_ask={'true' if ask else 'false'}",
                                  f"uplink_ask_timeout={timeout_s}"])
         self.proxy.set_rules(RULES)
@@ -45,14 +36,15 @@ class AskProxy:
             try:
                 self.control("GET", "/v1/held", timeout=5)
                 break
-            except ConnectionRefusedError:
+            except OSError:
                 time.sleep(0.05)
 
     def control(self, method, path, body=None, timeout=60):
         conn = http.client.HTTPConnection("127.0.0.1", self.control_port, timeout=timeout)
         try:
             data = json.dumps(body).encode() if body is not None else None
-            conn.request(method, path, data, {"Content-Type": "application/json"})
+            conn.request(method, path, data, {"Content-Type": "application/json",
+                                              "X-Uplink-Control-Token": self.token})
             resp = conn.getresponse()
             return resp.status, json.loads(resp.read())
         finally:
