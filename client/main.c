@@ -144,7 +144,7 @@ const struct up_command up_commands[] = {
 	 "bedrock, chatgpt, api_key, google, openai), rules (paths or inline rules),\n"
 	 "no_default_rules, allow_exec, deploy_context, agent_runtime_class,\n"
 	 "mitm_runtime_class, mitmproxy_image, registry_image, image, registry, ttl,\n"
-	 "idle_timeout, allow_dns, notifications, args (or claude_args), add_dir, mount_rw,\n"
+	 "idle_timeout, allow_dns, ask, notifications, args (or claude_args), add_dir, mount_rw,\n"
 	 "mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, mitm_ca_cert,\n"
 	 "mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles. Lists add to the\n"
 	 "flag's items; relative paths are relative to the config file's folder. A project's\n"

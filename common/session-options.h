@@ -118,6 +118,9 @@ enum {
 	XX("allow-dns", 0, allow_dns, BOOL, ALL, NULL, \
 	   "let the agent resolve names (reopens a channel the\n" "allow-list cannot see; off by default)", \
 	   NULL, "lets the agent resolve names (a channel the rules cannot see)") \
+	XX("ask", 0, ask, BOOL, ALL, NULL, \
+	   "hold a request no rule allows and ask the user (uplink\n" "approvals; off by default)", \
+	   NULL, NULL) \
 	XX("", 0, notifications, BOOL, CONFIG, NULL, \
 	   NULL, \
 	   NULL, NULL) \

@@ -502,6 +502,8 @@ static int render_mitm(struct render *c)
 	if (r == 0 && c->s->control_token) /* the rules Secret is mounted at /rules */
 		r = set_option(manifests_dig(pod, "spec.containers.0.args"),
 			       "uplink_control_token=/rules/" UP_MANIFEST_CONTROL_KEY);
+	if (r == 0 && c->s->control_token && c->s->ask)
+		r = set_option(manifests_dig(pod, "spec.containers.0.args"), "uplink_ask=true");
 	return add_pod_and_service(c, pod, svc, r);
 }
 

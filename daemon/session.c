@@ -566,6 +566,7 @@ static int render(struct up_session *s, char *err, size_t len)
 		.mitm_image = s->o.mitm_image ? s->o.mitm_image : UP_DEFAULT_MITMPROXY_IMAGE,
 		.agent_runtime_class = s->o.asked.agent_runtime_class,
 		.mitm_runtime_class = s->o.asked.mitm_runtime_class,
+		.ask = s->o.asked.ask,
 		.rules = rules,
 		.ca_cert_pem = s->ca->cert_pem,
 		.ca_key_pem = s->ca->key_pem,
