@@ -18,6 +18,7 @@
 #include "bounds.h"
 #include "cluster.h"
 #include "session.h"
+#include "approvals.h"
 #include "log.h"
 #include "notify.h"
 #include "paths.h"
@@ -80,6 +81,7 @@ static const struct {
 	{up_rpc_rules_methods, NULL},
 	{NULL, up_rpc_doctor_register},
 	{up_rpc_session_methods, NULL},
+	{NULL, up_rpc_approvals_register},
 	{up_rpc_config_methods, NULL},
 	{NULL, up_rpc_debug_register}, /* only with UPLINK_DEBUG_RPC=1 */
 };

@@ -129,6 +129,7 @@ struct up_session {
 	 * from the rules Secret), and the rules push in flight */
 	char control_token[UP_CONTROL_TOKEN_LEN + 1];
 	struct up_control_push *control_push;
+	struct up_approvals *approvals; /* approvals.c: ask mode's poll, NULL when not asking */
 	/* session-ranges.c: the wait for the cluster's Service ranges, before rendering */
 	struct up_waiter *ranges_wait;
 	bool ranges_waited;

@@ -16,6 +16,7 @@
 #include "agents/agent.h"
 #include "backoff.h"
 #include "bounds.h"
+#include "approvals.h"
 #include "ca.h"
 #include "cluster.h"
 #include "config-file.h"
@@ -166,7 +167,9 @@ static const struct entry_action {
 	void (*fn)(struct up_session *s);
 } entry_actions[] = {
 	{IN(RUNNING), ENTER, follow_audit},
+	{IN(RUNNING), ENTER, up_approvals_start},
 	{ENDED, ENTER, stop_running_work},
+	{ENDED, ENTER, up_approvals_stop},
 	{IN(EXITED) | IN(FAILED) | IN(STOPPED), SAVED, notify_ended},
 	{IN(RUNNING), TOLD, arm_running},
 	{IN(RUNNING), TOLD, answer_running},
@@ -654,6 +657,7 @@ void up_session_free(struct up_session *s)
 	session_life_free(s);
 	session_refresh_free(s);
 	up_control_push_free(s);
+	up_approvals_stop(s);
 	explicit_bzero(s->control_token, sizeof(s->control_token));
 	if (s->timer)
 		uv_close((uv_handle_t *)s->timer, timer_closed);

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Ask mode: what a session's proxy holds for the user, and the user's decisions on it. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "approvals.h"
+#include "bounds.h"
+#include "control.h"
+#include "log.h"
+#include "manager.h"
+#include "params.h"
+#include "rpc.h"
+#include "session-private.h"
+#include "session.h"
+
+struct up_approvals {
+	struct up_session *s;
+	struct up_control_call *call; /* the long poll in flight */
+	uv_timer_t *timer;	      /* the pause after a failed poll */
+	json_t *held;		      /* the proxy's last listing (an array) */
+	json_int_t seq;
+	bool failing; /* the last poll failed (said once until one succeeds) */
+};
+
+static void poll_held(struct up_approvals *a);
+
+static void timer_closed(uv_handle_t *h)
+{
+	struct up_approvals *a = h->data;
+
+	json_decref(a->held);
+	free(a);
+	free(h);
+}
+
+static void retry_fired(uv_timer_t *t)
+{
+	poll_held(t->data);
+}
+
+/* Says each request that started waiting since the last listing, once, in the log. */
+static void tell_new(struct up_approvals *a, json_t *held)
+{
+	json_t *e, *o;
+	size_t i, j;
+
+	json_array_foreach (held, i, e) {
+		const char *n = json_string_value(json_object_get(e, "id"));
+		bool known = false;
+
+		json_array_foreach (a->held, j, o)
+			known = known || (n && json_equal(json_object_get(o, "id"),
+							  json_object_get(e, "id")));
+		if (known || !n)
+			continue;
+		log_info("Session %s: waiting for the user: %s %s%s (uplink approve %s-%s, uplink "
+			 "deny %s-%s)",
+			 up_session_id(a->s), json_string_value(json_object_get(e, "method")),
+			 json_string_value(json_object_get(e, "host")),
+			 json_string_value(json_object_get(e, "path")), up_session_id(a->s), n,
+			 up_session_id(a->s), n);
+	}
+}
+
+static void polled(int r, long http_status, json_t *reply, const char *err, void *userdata)
+{
+	struct up_approvals *a = userdata;
+	json_t *held = json_object_get(reply, "held");
+
+	a->call = NULL;
+	if (r < 0 || !json_is_array(held)) {
+		if (!a->failing)
+			log_warning(
+				"Session %s: cannot read the requests waiting for the user (%ld: "
+				"%s); retrying every %d s",
+				up_session_id(a->s), http_status, err ? err : "no list",
+				UP_APPROVALS_RETRY_MS / 1000);
+		a->failing = true;
+		(void)uv_timer_start(a->timer, retry_fired, UP_APPROVALS_RETRY_MS, 0);
+		return;
+	}
+	a->failing = false;
+	while (json_array_size(held) > UP_MAX_APPROVALS_HELD)
+		(void)json_array_remove(held, json_array_size(held) - 1);
+	tell_new(a, held);
+	json_decref(a->held);
+	a->held = json_incref(held);
+	a->seq = json_integer_value(json_object_get(reply, "seq"));
+	poll_held(a);
+}
+
+static void poll_held(struct up_approvals *a)
+{
+	char path[128];
+
+	(void)snprintf(path, sizeof(path), "/v1/held?wait=%d&after=%" JSON_INTEGER_FORMAT,
+		       UP_APPROVALS_WAIT_S, a->seq);
+	a->call = up_control_call(a->s, "GET", path, NULL, UP_APPROVALS_CALL_MS, polled, a);
+	if (!a->call)
+		(void)uv_timer_start(a->timer, retry_fired, UP_APPROVALS_RETRY_MS, 0);
+}
+
+void up_approvals_start(struct up_session *s)
+{
+	struct up_approvals *a;
+
+	if (!s->o.ask || !s->control_token[0] || s->approvals)
+		return;
+	a = calloc(1, sizeof(*a));
+	if (!a || !(a->timer = calloc(1, sizeof(*a->timer))) ||
+	    uv_timer_init(s->all->loop, a->timer) < 0) {
+		if (a)
+			free(a->timer);
+		free(a);
+		log_error("Session %s: out of memory for ask mode; requests no rule allows wait "
+			  "until they time out",
+			  s->id);
+		return;
+	}
+	a->s = s;
+	a->seq = -1;
+	a->held = json_array();
+	a->timer->data = a;
+	s->approvals = a;
+	poll_held(a);
+}
+
+void up_approvals_stop(struct up_session *s)
+{
+	struct up_approvals *a = s->approvals;
+
+	if (!a)
+		return;
+	s->approvals = NULL;
+	up_control_call_cancel(a->call);
+	a->call = NULL;
+	(void)uv_timer_stop(a->timer);
+	uv_close((uv_handle_t *)a->timer, timer_closed);
+}
+
+/* ---- the rule an approval for this session adds ---- */
+
+static bool looks_like_id(const char *seg, size_t n)
+{
+	size_t digits = 0, hex = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		digits += isdigit((unsigned char)seg[i]) != 0;
+		hex += isxdigit((unsigned char)seg[i]) != 0 || seg[i] == '-';
+	}
+	return n == 0 || digits == n || (n >= 8 && hex == n && digits > 0);
+}
+
+/* Appends s[0..n) to out with every regex metacharacter escaped. */
+static void escape(char *out, size_t len, const char *s, size_t n)
+{
+	size_t o = strlen(out);
+
+	for (size_t i = 0; i < n && o + 3 < len; i++) {
+		if (strchr(".^$*+?{}[]|()\\", s[i]))
+			out[o++] = '\\';
+		out[o++] = s[i];
+	}
+	out[o] = '\0';
+}
+
+json_t *up_approval_rule(const char *method, const char *host, const char *path)
+{
+	char host_re[UP_MAX_KUBE_URL / 4] = "", path_re[UP_MAX_KUBE_URL] = "", name[128];
+	size_t plen = strcspn(path, "?"), cut = 0, segs = 0;
+
+	while (segs < UP_APPROVAL_PATH_SEGMENTS && cut < plen && path[cut] == '/') {
+		size_t n = strcspn(path + cut + 1, "/?");
+
+		if (looks_like_id(path + cut + 1, n))
+			break;
+		cut += 1 + n;
+		segs++;
+	}
+	escape(host_re, sizeof(host_re), host, strlen(host));
+	if (segs) {
+		escape(path_re, sizeof(path_re), path, cut);
+		(void)strncat(path_re, "(/[^?]*)?(\\?.*)?", sizeof(path_re) - strlen(path_re) - 1);
+	} else {
+		escape(path_re, sizeof(path_re), path, plen);
+		(void)strncat(path_re, "(\\?.*)?", sizeof(path_re) - strlen(path_re) - 1);
+	}
+	(void)snprintf(name, sizeof(name), "approved-%.100s", host);
+	return json_pack("{s:s, s:[s], s:[s], s:[s]}", "name", name, "hosts", host_re, "methods",
+			 method, "paths", path_re);
+}
+
+json_t *up_approvals_held(struct up_session *s)
+{
+	json_t *out = json_array(), *e;
+	size_t i;
+
+	if (!out || !s->approvals)
+		return out;
+	json_array_foreach (s->approvals->held, i, e) {
+		json_t *c = json_deep_copy(e);
+		const char *n = json_string_value(json_object_get(e, "id"));
+		const char *method = json_string_value(json_object_get(e, "method"));
+		const char *host = json_string_value(json_object_get(e, "host"));
+		const char *path = json_string_value(json_object_get(e, "path"));
+		char id[UP_MAX_APPROVAL_ID];
+
+		if (!c || !n || !method || !host || !path) {
+			json_decref(c);
+			continue;
+		}
+		(void)snprintf(id, sizeof(id), "%s-%s", up_session_id(s), n);
+		(void)json_object_set_new(c, "id", json_string(id));
+		(void)json_object_set_new(c, "session", json_string(up_session_id(s)));
+		(void)json_object_set_new(c, "rule", up_approval_rule(method, host, path));
+		(void)json_array_append_new(out, c);
+	}
+	return out;
+}
