@@ -17,14 +17,14 @@
 #include "rules.h"
 #include "trust.h"
 
-#define KNOWN                                                                                 \
-	"known keys: mode, auth_mode, anthropic, bedrock, chatgpt, api_key, google, openai, " \
-	"rules, no_default_rules, allow_exec, "                                               \
-	"deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, "          \
-	"registry_image, "                                                                    \
-	"image, registry, ttl, idle_timeout, allow_dns, notifications, args, claude_args, "   \
-	"add_dir, "                                                                           \
-	"mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, "     \
+#define KNOWN                                                                                    \
+	"known keys: mode, auth_mode, anthropic, bedrock, chatgpt, api_key, google, openai, "    \
+	"rules, no_default_rules, allow_exec, "                                                  \
+	"deploy_context, agent_runtime_class, mitm_runtime_class, mitmproxy_image, "             \
+	"registry_image, "                                                                       \
+	"image, registry, ttl, idle_timeout, allow_dns, ask, notifications, args, claude_args, " \
+	"add_dir, "                                                                              \
+	"mount_rw, mount_ro, ssh_cidr, ssh_key_dir, git_https_rewrite, no_git_identity, "        \
 	"mitm_ca_cert, mitm_insecure, mitm_debug, kube_context, kubeconfig, aws_profiles"
 
 #define SHA_OTHER "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
