@@ -85,6 +85,9 @@ int up_cmd_stop(struct up_cli *cli, const struct up_command *cmd, const struct u
 int up_cmd_clean(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_logs(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_status(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
+int up_cmd_approvals(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
+int up_cmd_approve(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
+int up_cmd_deny(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_rules_check(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_rules_suggest(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);
 int up_cmd_rules_lint(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a);

@@ -43,6 +43,11 @@ static const struct up_option logs_options[] = {
 	{"json", 0, NULL, "the raw audit lines", NULL},
 	{0},
 };
+static const struct up_option approve_options[] = {
+	{"session", 0, NULL, "also allow what is like it for the rest of the session", NULL},
+	OPT_JSON_ANSWER,
+	{0},
+};
 static const struct up_option trust_options[] = {
 	{"list", 0, NULL, "show the trusted files, each trusted, changed or missing now", NULL},
 	OPT_JSON_ANSWER,
@@ -130,6 +135,19 @@ const struct up_command up_commands[] = {
 	 "One request per line: time (UTC), decision, method, host, path, rule.\n"
 	 "Works after the session ended too (the log is kept on the host).\n",
 	 logs_options, 14},
+	{"approvals", up_cmd_approvals, "List the requests waiting for your approval.", "[--json]",
+	 "A session started with --ask holds each request no rule allows (the agent waits, up\n"
+	 "to 60 s) until you decide; identical requests share one line. IDs are SESSION-N.\n\n",
+	 "", json_options, 10},
+	{"approve", up_cmd_approve, "Let a waiting request through.", "ID [--session] [--json]",
+	 "Without --session only the request (and identical ones waiting with it) goes, as the\n"
+	 "agent sent it: no credential is added. --session adds the rule shown first to the\n"
+	 "session's own layer: the exact host, the method and the path's stable prefix (up to\n"
+	 "two leading segments, stopping before one that looks like an id), any query.\n\n",
+	 "", approve_options, 10},
+	{"deny", up_cmd_deny, "Refuse a waiting request.", "ID [--json]",
+	 "The agent gets the 403 JSON with \"asked\": true, \"answer\": \"denied\".\n\n", "",
+	 json_options, 10},
 	{"status", up_cmd_status, "Show whether uplinkd runs, its version and its load.",
 	 "[--json]", "", "", json_options, 10},
 	{"config show", up_cmd_config_show,

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* uplink approvals, uplink approve, uplink deny (ask mode: README.md "Ask mode") */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "client.h"
+
+static void print_held(const json_t *r)
+{
+	const json_t *held = json_object_get(r, "held"), *e;
+	double now = (double)time(NULL);
+	size_t i;
+
+	if (json_array_size(held) == 0) {
+		printf("Nothing waits for you (sessions started with --ask hold what no rule "
+		       "allows).\n");
+		return;
+	}
+	printf("%-24s %-7s %-5s %-6s %s\n", "ID", "METHOD", "COUNT", "LEFT", "REQUEST");
+	json_array_foreach (held, i, e) {
+		double left = json_number_value(json_object_get(e, "expires")) - now;
+		const char *scheme = up_json_field(e, "scheme");
+
+		printf("%-24s %-7s %-5lld %4.0fs  %s://%s%s%s\n", up_json_field(e, "id"),
+		       up_json_field(e, "method"),
+		       (long long)json_integer_value(json_object_get(e, "count")),
+		       left > 0 ? left : 0, scheme, up_json_field(e, "host"),
+		       up_json_field(e, "path"),
+		       json_is_true(json_object_get(e, "query_present")) ? "?…" : "");
+	}
+	printf("\nuplink approve ID [--session] lets one go; uplink deny ID refuses it.\n");
+}
+
+int up_cmd_approvals(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
+{
+	if (a->argc > 0)
+		return up_cli_usage_error(cmd, "unexpected argument '%s'", a->argv[0]);
+	return up_cli_call_print(cli, "approvals.list", NULL, up_args_flag(a, "json"), print_held,
+				 NULL);
+}
+
+/* The rule approving `id` for the session adds, printed before it applies. */
+static int show_rule(struct up_cli *cli, const char *id)
+{
+	json_t *r = NULL, *e, *rule = NULL;
+	char *text;
+	size_t i;
+	int rc = up_cli_call(cli, "approvals.list", NULL, &r);
+
+	if (rc)
+		return rc;
+	json_array_foreach (json_object_get(r, "held"), i, e)
+		if (!strcmp(up_json_field(e, "id"), id))
+			rule = json_object_get(e, "rule");
+	text = rule ? json_dumps(rule, JSON_COMPACT) : NULL;
+	if (text)
+		printf("Adding to session %s's rules: %s\n", up_json_field(e, "session"), text);
+	free(text);
+	json_decref(r);
+	return 0;
+}
+
+static void print_decided(const json_t *r)
+{
+	const char *decision = up_json_field(r, "decision");
+	long long n = (long long)json_integer_value(json_object_get(r, "released"));
+
+	if (!strcmp(decision, "deny"))
+		printf("Denied %s: the agent gets a 403 saying you refused it.\n",
+		       up_json_field(r, "id"));
+	else
+		printf("Approved %s (%s): %lld request%s released.\n", up_json_field(r, "id"),
+		       !strcmp(decision, "session") ? "for the session" : "once", n,
+		       n == 1 ? "" : "s");
+}
+
+static int decide(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a,
+		  const char *decision)
+{
+	int rc;
+
+	if (a->argc != 1)
+		return up_cli_usage_error(cmd, a->argc ? "one ID only"
+						       : "which request? (uplink "
+							 "approvals lists the IDs)");
+	if (!strcmp(decision, "session") && (rc = show_rule(cli, a->argv[0])))
+		return rc;
+	return up_cli_call_print(cli, "approvals.decide",
+				 json_pack("{s:s, s:s}", "id", a->argv[0], "decision", decision),
+				 up_args_flag(a, "json"), print_decided, NULL);
+}
+
+int up_cmd_approve(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
+{
+	return decide(cli, cmd, a, up_args_flag(a, "session") ? "session" : "once");
+}
+
+int up_cmd_deny(struct up_cli *cli, const struct up_command *cmd, const struct up_args *a)
+{
+	return decide(cli, cmd, a, "deny");
+}
