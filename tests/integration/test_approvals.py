@@ -1,0 +1,125 @@
+"""Ask mode end to end: the real daemon against fakekube, whose pods/proxy leads to a real
+mitmdump running the addon with the session's token and uplink_ask as the pod runs it. A
+request no rule allows waits, unsent, until `uplink approve` lets it through; `uplink deny`
+answers the 403 saying the user refused; `approve --session` lets the next identical
+request through without asking; the listing holds no header, body or query."""
+
+import base64
+import json
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+from test_session_refresh import start, stop
+from uplinktest import run_detached, wait_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
+from addon_support import PKI, Echo, Proxy, free_port, send, write_atomic  # noqa: E402
+
+MARK = "ASKSENTINEL"
+
+
+def secret_data(fk, ns, key):
+    return base64.b64decode(fk.get("Secret", ns, "rules-json")["data"][key]).decode()
+
+
+def client_json(e, *args):
+    r = e.daemon.client(*args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+class Agent:
+    """A request from the agent, in a thread: it waits while held."""
+
+    def __init__(self, proxy, pki, host, path, method="GET"):
+        self.tid, self.out = uuid.uuid4().hex, {}
+        hdrs = [("X-Test-Id", self.tid), ("Authorization", f"Bearer {MARK}-header")]
+
+        def go():
+            self.out["r"] = send(proxy.port, "https", host, 443, method, path, headers=hdrs,
+                                 trust=pki.mitm_ca, timeout=120)
+        self.t = threading.Thread(target=go, daemon=True)
+        self.t.start()
+
+    def result(self):
+        self.t.join(120)
+        assert not self.t.is_alive()
+        return self.out["r"]
+
+
+def held(e, host):
+    doc = client_json(e, "approvals")
+    hits = [h for h in doc["held"] if h["host"] == host]
+    return hits[0] if hits else None
+
+
+def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = start(tmpdir_short, fakekube, registry, {})
+    pki = PKI(e.tmp)
+    echo = Echo(pki)
+    proxy = None
+    try:
+        sid, _ = run_detached(e, "--ask")
+        ns = f"agent-uplink-{sid}"
+        args = e.fk.get("Pod", ns, "mitm")["spec"]["containers"][0]["args"]
+        assert "uplink_ask=true" in args
+        token = secret_data(e.fk, ns, "control-token")
+        (e.tmp / "control-token").write_text(token)
+        port = free_port()
+        proxy = Proxy(e.tmp, pki, echo, "mitm", reload_ms=3600 * 1000, sets=[
+            f"ssl_verify_upstream_trusted_ca={pki.upstream_ca}", "uplink_ask=true",
+            f"uplink_control_token={e.tmp / 'control-token'}", f"uplink_control_port={port}"])
+        write_atomic(proxy.rules_path, secret_data(e.fk, ns, "rules.json"))
+        proxy.stop()
+        proxy.mitm.start()
+        e.fk.set_proxy_address(ns, "mitm", 8081, f"127.0.0.1:{port}")
+
+        # once: held, unsent, then released by `uplink approve`
+        a = Agent(proxy, pki, "ask.example.org", f"/repos/x/pulls?k={MARK}-query", "POST")
+        entry = wait_for(lambda: held(e, "ask.example.org"), timeout=60,
+                         what="the held request in uplink approvals")
+        assert entry["id"].startswith(f"{sid}-") and entry["session"] == sid
+        assert entry["method"] == "POST" and entry["path"] == "/repos/x/pulls"
+        assert entry["rule"] == {"name": "approved-ask.example.org",
+                                 "hosts": ["ask\\.example\\.org"], "methods": ["POST"],
+                                 "paths": ["/repos/x(/[^?]*)?(\\?.*)?"]}
+        assert MARK not in e.daemon.client("approvals", "--json").stdout
+        assert MARK not in e.daemon.client("approvals").stdout
+        assert echo.find(a.tid) == [] and a.t.is_alive()
+        r = e.daemon.client("approve", entry["id"])
+        assert r.returncode == 0 and "1 request released" in r.stdout, r.stdout + r.stderr
+        assert a.result().status == 200
+        assert len(echo.find(a.tid)) == 1
+        # the same id again: answered already
+        r = e.daemon.client("approve", entry["id"])
+        assert r.returncode != 0 and "uplink approvals" in r.stderr
+
+        # deny (POSTs: the default rules' generic layer lets any GET through)
+        d = Agent(proxy, pki, "deny.example.org", "/x", "POST")
+        entry = wait_for(lambda: held(e, "deny.example.org"), timeout=60, what="held")
+        assert e.daemon.client("deny", entry["id"]).returncode == 0
+        res = d.result()
+        assert res.status == 403 and res.json()["answer"] == "denied"
+        assert echo.find(d.tid) == []
+
+        # for the session: the rule is shown first, then the next like it is not asked about
+        s = Agent(proxy, pki, "sess.example.org", "/api/v1/items", "POST")
+        entry = wait_for(lambda: held(e, "sess.example.org"), timeout=60, what="held")
+        r = e.daemon.client("approve", entry["id"], "--session")
+        assert r.returncode == 0, r.stderr
+        assert "Adding to session" in r.stdout and "sess\\\\.example\\\\.org" in r.stdout
+        assert s.result().status == 200
+        res = send(proxy.port, "https", "sess.example.org", 443, "POST", "/api/v1/other",
+                   trust=pki.mitm_ca)
+        assert res.status == 200
+        logs = e.daemon.logs()
+        assert f"waiting for the user: POST ask.example.org/repos/x/pulls" in logs
+        assert token not in logs and MARK not in logs
+        assert token not in proxy.mitm.output()
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        echo.close()
+        stop(e)
