@@ -287,6 +287,8 @@ static void test_claude_md(void **state)
 	assert_non_null(strstr(c, "X-Uplink-Denied: 1"));
 	assert_null(strstr(c, "request not permitted"));
 	assert_non_null(strstr(c, "do not retry it"));
+	assert_non_null(strstr(c, "waiting for the user"));
+	assert_non_null(strstr(c, "\"answer\": \"no answer\""));
 	up_agent_prepared_free(p);
 }
 
