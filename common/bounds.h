@@ -109,6 +109,7 @@
 #define UP_MAX_APPROVALS_HELD	   64 /* the addon's uplink_ask.HELD_MAX */
 #define UP_APPROVAL_PATH_SEGMENTS  2
 #define UP_MAX_APPROVAL_ID	   128 /* "<session>-<n>" */
+#define UP_APPROVALS_NOTIFY_MS	   10000 /* questions of a session at most this close */
 
 /* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
 #define UP_WATCH_TIMEOUT_S	 300

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "log.h"
 #include "manager.h"
+#include "notify.h"
 #include "params.h"
 #include "rpc.h"
 #include "session-private.h"
@@ -24,6 +25,17 @@ struct up_approvals {
 	json_t *held;		      /* the proxy's last listing (an array) */
 	json_int_t seq;
 	bool failing; /* the last poll failed (said once until one succeeds) */
+	/* the desktop question about the latest new request, and the answer going back */
+	struct up_notify_question *question;
+	char question_id[32];
+	struct up_control_call *answer;
+	uint64_t asked_ms; /* when the last question went out (0: never) */
+};
+
+static const char *const answer_decision[] = {
+	[UP_NOTIFY_ALLOW_ONCE] = "once", [UP_NOTIFY_ALLOW_SESSION] = "session",
+	[UP_NOTIFY_ALWAYS] = "session", /* saving to a file is uplink approve's (README) */
+	[UP_NOTIFY_DENY] = "deny",	 [UP_NOTIFY_NO_ANSWER] = NULL,
 };
 
 static void poll_held(struct up_approvals *a);
@@ -42,10 +54,77 @@ static void retry_fired(uv_timer_t *t)
 	poll_held(t->data);
 }
 
-/* Says each request that started waiting since the last listing, once, in the log. */
+static void answer_sent(int r, long http_status, json_t *reply, const char *err, void *userdata)
+{
+	struct up_approvals *a = userdata;
+	(void)reply;
+
+	a->answer = NULL;
+	if (r < 0)
+		log_warning("Session %s: the answer from the notification did not reach the proxy "
+			    "(%ld: %s); uplink approvals shows what still waits",
+			    up_session_id(a->s), http_status, err ? err : "no answer");
+}
+
+static void answered(enum up_notify_answer ans, void *userdata)
+{
+	struct up_approvals *a = userdata;
+	const char *decision = ans <= UP_NOTIFY_NO_ANSWER ? answer_decision[ans] : NULL;
+	json_t *body, *e;
+	char path[64];
+	size_t i;
+
+	a->question = NULL;
+	if (!decision || a->answer)
+		return;
+	body = json_pack("{s:s}", "decision", decision);
+	json_array_foreach (a->held, i, e)
+		if (body && !strcmp(decision, "session") &&
+		    !strcmp(json_string_value(json_object_get(e, "id")), a->question_id))
+			(void)json_object_set_new(
+				body, "rule",
+				up_approval_rule(json_string_value(json_object_get(e, "method")),
+						 json_string_value(json_object_get(e, "host")),
+						 json_string_value(json_object_get(e, "path"))));
+	(void)snprintf(path, sizeof(path), "/v1/held/%s", a->question_id);
+	log_info("Approval %s-%s: %s (from the notification)", up_session_id(a->s), a->question_id,
+		 decision);
+	if (body)
+		a->answer = up_control_call(a->s, "POST", path, body, UP_CONTROL_TIMEOUT_MS,
+					    answer_sent, a);
+	json_decref(body);
+}
+
+/* One question for the newest request (`e`; `total` wait in all); a flood (questions closer
+ * than UP_APPROVALS_NOTIFY_MS) is left to the list, whose size the next question says. */
+static void ask_user(struct up_approvals *a, json_t *e, size_t total)
+{
+	uint64_t now = uv_now(a->s->all->loop);
+	char summary[512], body[512];
+
+	if (a->asked_ms && now - a->asked_ms < UP_APPROVALS_NOTIFY_MS)
+		return;
+	a->asked_ms = now;
+	a->question = up_notify_question_close(a->question);
+	(void)snprintf(a->question_id, sizeof(a->question_id), "%s",
+		       json_string_value(json_object_get(e, "id")));
+	(void)snprintf(summary, sizeof(summary), "%s in %s wants %s %s%.200s", a->s->o.agent,
+		       a->s->o.cwd, json_string_value(json_object_get(e, "method")),
+		       json_string_value(json_object_get(e, "host")),
+		       json_string_value(json_object_get(e, "path")));
+	(void)snprintf(body, sizeof(body),
+		       "%zu waiting in all. uplink approvals lists them; uplink approve %s-%s or "
+		       "uplink deny %s-%s",
+		       total, up_session_id(a->s), a->question_id, up_session_id(a->s),
+		       a->question_id);
+	a->question = up_notify_ask(session_notifier(a->s), summary, body, answered, a);
+}
+
+/* Says each request that started waiting since the last listing, once, in the log, and
+ * asks the user about the newest. */
 static void tell_new(struct up_approvals *a, json_t *held)
 {
-	json_t *e, *o;
+	json_t *e, *o, *newest = NULL;
 	size_t i, j;
 
 	json_array_foreach (held, i, e) {
@@ -57,6 +136,7 @@ static void tell_new(struct up_approvals *a, json_t *held)
 							  json_object_get(e, "id")));
 		if (known || !n)
 			continue;
+		newest = e;
 		log_info("Session %s: waiting for the user: %s %s%s (uplink approve %s-%s, uplink "
 			 "deny %s-%s)",
 			 up_session_id(a->s), json_string_value(json_object_get(e, "method")),
@@ -64,6 +144,8 @@ static void tell_new(struct up_approvals *a, json_t *held)
 			 json_string_value(json_object_get(e, "path")), up_session_id(a->s), n,
 			 up_session_id(a->s), n);
 	}
+	if (newest)
+		ask_user(a, newest, json_array_size(held));
 }
 
 static void polled(int r, long http_status, json_t *reply, const char *err, void *userdata)
@@ -137,7 +219,9 @@ void up_approvals_stop(struct up_session *s)
 		return;
 	s->approvals = NULL;
 	up_control_call_cancel(a->call);
-	a->call = NULL;
+	up_control_call_cancel(a->answer);
+	a->question = up_notify_question_close(a->question);
+	a->call = a->answer = NULL;
 	(void)uv_timer_stop(a->timer);
 	uv_close((uv_handle_t *)a->timer, timer_closed);
 }
