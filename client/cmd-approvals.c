@@ -43,7 +43,7 @@ int up_cmd_approvals(struct up_cli *cli, const struct up_command *cmd, const str
 /* The rule approving `id` for the session adds, printed before it applies. */
 static int show_rule(struct up_cli *cli, const char *id)
 {
-	json_t *r = NULL, *e, *rule = NULL;
+	json_t *r = NULL, *e, *hit = NULL;
 	char *text;
 	size_t i;
 	int rc = up_cli_call(cli, "approvals.list", NULL, &r);
@@ -51,11 +51,11 @@ static int show_rule(struct up_cli *cli, const char *id)
 	if (rc)
 		return rc;
 	json_array_foreach (json_object_get(r, "held"), i, e)
-		if (!strcmp(up_json_field(e, "id"), id))
-			rule = json_object_get(e, "rule");
-	text = rule ? json_dumps(rule, JSON_COMPACT) : NULL;
+		if (!hit && !strcmp(up_json_field(e, "id"), id))
+			hit = e;
+	text = hit ? json_dumps(json_object_get(hit, "rule"), JSON_COMPACT) : NULL;
 	if (text)
-		printf("Adding to session %s's rules: %s\n", up_json_field(e, "session"), text);
+		printf("Adding to session %s's rules: %s\n", up_json_field(hit, "session"), text);
 	free(text);
 	json_decref(r);
 	return 0;
