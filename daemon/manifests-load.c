@@ -15,8 +15,8 @@
 
 /* filter.py loads the others by path from its own folder (manifests/mitm/README.md). */
 const char *const manifests_addon_files[MANIFESTS_ADDON_FILES] = {
-	"filter.py",	"uplink_rules.py", "uplink_aws.py",
-	"uplink_io.py", "uplink_net.py",   "uplink_control.py",
+	"filter.py",	 "uplink_rules.py",   "uplink_aws.py", "uplink_io.py",
+	"uplink_net.py", "uplink_control.py", "uplink_ask.py",
 };
 
 const struct manifests_template manifests_templates[_TPL_MAX] = {

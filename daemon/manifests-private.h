@@ -62,7 +62,7 @@ struct manifests_template {
 extern const struct manifests_template manifests_templates[_TPL_MAX];
 
 /* The addon's files in manifests/mitm/, filter.py first; each one key of its ConfigMap. */
-#define MANIFESTS_ADDON_FILES 6
+#define MANIFESTS_ADDON_FILES 7
 extern const char *const manifests_addon_files[MANIFESTS_ADDON_FILES];
 
 struct up_manifests {

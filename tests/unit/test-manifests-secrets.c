@@ -168,7 +168,7 @@ static void test_mitm_secrets_content(void **state)
 	size_t n_files = 0;
 	for (; (text = up_manifests_addon_file(tpl, n_files, &name)); n_files++)
 		assert_string_equal(json_string_value(json_object_get(addon, name)), text);
-	assert_int_equal(n_files, 6);
+	assert_int_equal(n_files, 7);
 	assert_int_equal(json_object_size(addon), n_files);
 	free(h);
 	free(r);

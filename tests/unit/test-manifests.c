@@ -165,7 +165,7 @@ static const struct row posture[] = {
 	{"Secret", "mitm-certs", "data", SIZE, NULL, 3},
 	{"Secret", "mitm-certs", "type", STR, "Opaque", 0},
 	{"Secret", "rules-json", "data", SIZE, NULL, 1},
-	{"ConfigMap", "mitm-addon", "data", SIZE, NULL, 6},
+	{"ConfigMap", "mitm-addon", "data", SIZE, NULL, 7},
 	{"Secret", "claude-settings", "data", SIZE, NULL, 1},
 	{"ConfigMap", "claude-md", "data.CLAUDE~md", STR, "# sandbox\n", 0},
 };
