@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bounds.h"
@@ -54,11 +55,43 @@ static void print_event(const struct logs_state *st, json_t *ev)
 	       str_or(ev, "method", "-"), host, str_or(ev, "path", "-"), str_or(ev, "rule", "-"));
 }
 
+/* A request waiting for the user (ask mode), inline: "waiting", then how to decide. */
+static void print_waiting(const struct logs_state *st, json_t *held)
+{
+	time_t since = (time_t)json_number_value(json_object_get(held, "since"));
+	const char *col = st->color ? "\033[33m" : "";
+	char when[32] = "-";
+	struct tm tm;
+
+	if (!json_is_object(held))
+		return;
+	if (st->json) {
+		json_t *o = json_pack("{s:s, s:O}", "uplink", "waiting", "held", held);
+		char *line = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+		if (line)
+			printf("%s\n", line);
+		free(line);
+		json_decref(o);
+	} else {
+		if (gmtime_r(&since, &tm))
+			(void)strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		printf("%s %s%-15s%s %-7s %s %s (uplink approve %s, uplink deny %s)\n", when, col,
+		       "waiting", *col ? "\033[0m" : "", str_or(held, "method", "-"),
+		       str_or(held, "host", "?"), str_or(held, "path", "-"),
+		       str_or(held, "id", "?"), str_or(held, "id", "?"));
+	}
+	fflush(stdout);
+}
+
 static void on_event(const char *method, json_t *params, void *ud)
 {
 	const struct logs_state *st = ud;
 	json_t *ev = json_object_get(params, "event");
 
+	if (!strcmp(method, "approvals.waiting")) {
+		print_waiting(st, json_object_get(params, "held"));
+		return;
+	}
 	if (strcmp(method, "audit.event") != 0 || !json_is_object(ev))
 		return;
 	if (st->json) {

@@ -14,6 +14,7 @@
 #include "manager.h"
 #include "notify.h"
 #include "params.h"
+#include "rpc-logs.h"
 #include "rpc.h"
 #include "session-private.h"
 #include "session.h"
@@ -120,6 +121,18 @@ static void ask_user(struct up_approvals *a, json_t *e, size_t total)
 	a->question = up_notify_ask(session_notifier(a->s), summary, body, answered, a);
 }
 
+static void tell_followers(struct up_approvals *a, json_t *e)
+{
+	json_t *c = json_deep_copy(e);
+	char id[UP_MAX_APPROVAL_ID];
+
+	(void)snprintf(id, sizeof(id), "%s-%s", up_session_id(a->s),
+		       json_string_value(json_object_get(e, "id")));
+	if (c && json_object_set_new(c, "id", json_string(id)) == 0)
+		up_rpc_logs_waiting(up_session_id(a->s), c);
+	json_decref(c);
+}
+
 /* Says each request that started waiting since the last listing, once, in the log, and
  * asks the user about the newest. */
 static void tell_new(struct up_approvals *a, json_t *held)
@@ -137,6 +150,7 @@ static void tell_new(struct up_approvals *a, json_t *held)
 		if (known || !n)
 			continue;
 		newest = e;
+		tell_followers(a, e);
 		log_info("Session %s: waiting for the user: %s %s%s (uplink approve %s-%s, uplink "
 			 "deny %s-%s)",
 			 up_session_id(a->s), json_string_value(json_object_get(e, "method")),

@@ -30,10 +30,16 @@ struct logs_job {
 	json_t *early;	     /* [[index, event]...]: live lines that came before the history */
 	uint64_t next_index; /* the first index not sent yet */
 	json_int_t sent;
+	struct up_list link; /* followers, with follow only */
 };
+
+/* The follow jobs, which also hear of requests waiting for the user (ask mode). */
+static struct up_list followers = {&followers, &followers};
 
 static void logs_job_free(struct logs_job *j)
 {
+	if (j->follow)
+		up_list_remove(&j->link);
 	up_audit_sub_free(j->sub);
 	up_audit_read_cancel(j->rd);
 	json_decref(j->early);
@@ -149,6 +155,8 @@ int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
 	j->req = req;
 	(void)snprintf(j->id, sizeof(j->id), "%s", up_session_id(s));
 	j->follow = p->follow;
+	if (j->follow)
+		up_list_insert_tail(&followers, &j->link);
 	j->denied = p->denied_only;
 	if (p->follow)
 		j->sub = up_session_audit_subscribe(up_session_id(s), on_live, on_live_end, j);
@@ -161,4 +169,17 @@ int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
 	}
 	up_request_set_cancel(req, on_logs_cancelled, j);
 	return 0;
+}
+
+void up_rpc_logs_waiting(const char *session_id, const json_t *held)
+{
+	struct up_list *pos, *tmp;
+
+	up_list_for_each_safe (pos, tmp, &followers) {
+		struct logs_job *j = up_container_of(pos, struct logs_job, link);
+
+		if (!strcmp(j->id, session_id) && j->history_sent && j->req && j->req->conn)
+			(void)up_conn_notify(j->req->conn, "approvals.waiting",
+					     json_pack("{s:s, s:O}", "id", j->id, "held", held));
+	}
 }

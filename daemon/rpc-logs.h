@@ -20,3 +20,7 @@ struct up_logs_params {
 };
 extern const struct up_param up_logs_params[];
 int up_rpc_session_logs(struct up_request *req, void *params, void *userdata);
+/* A request of session `session_id` started waiting for the user (`held`: an entry of
+ * approvals.list, borrowed): each `uplink logs -f` of it gets an `approvals.waiting`
+ * notification {id, held}, inline with the audit lines. */
+void up_rpc_logs_waiting(const char *session_id, const json_t *held);

@@ -7,12 +7,13 @@ request through without asking; the listing holds no header, body or query."""
 import base64
 import json
 import sys
+import subprocess
 import threading
 import uuid
 from pathlib import Path
 
 from test_session_refresh import start, stop
-from uplinktest import run_detached, wait_for
+from uplinktest import run_detached, uplink_bin, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "addon"))
 from addon_support import PKI, Echo, Proxy, free_port, send, write_atomic  # noqa: E402
@@ -75,6 +76,12 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
         proxy.stop()
         proxy.mitm.start()
         e.fk.set_proxy_address(ns, "mitm", 8081, f"127.0.0.1:{port}")
+        env = dict(e.daemon.env)
+        env.pop("UPLINK_DEBUG", None)
+        follow = subprocess.Popen([uplink_bin(), "logs", sid, "-f"], env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        lines = []
+        threading.Thread(target=lambda: lines.extend(follow.stdout), daemon=True).start()
 
         # once: held, unsent, then released by `uplink approve`
         a = Agent(proxy, pki, "ask.example.org", f"/repos/x/pulls?k={MARK}-query", "POST")
@@ -88,6 +95,10 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
         assert MARK not in e.daemon.client("approvals", "--json").stdout
         assert MARK not in e.daemon.client("approvals").stdout
         assert echo.find(a.tid) == [] and a.t.is_alive()
+        # uplink logs -f shows it inline, with how to decide
+        wait_for(lambda: any(" waiting " in ln and "ask.example.org /repos/x/pulls" in ln
+                             and f"uplink approve {entry['id']}" in ln for ln in lines),
+                 timeout=30, what="the waiting request in uplink logs -f")
         r = e.daemon.client("approve", entry["id"])
         assert r.returncode == 0 and "1 request released" in r.stdout, r.stdout + r.stderr
         assert a.result().status == 200
@@ -122,6 +133,9 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
         assert len(asked) == 1 and "wants POST ask.example.org/repos/x/pulls" in asked[0], asked
         assert token not in logs and MARK not in logs
         assert token not in proxy.mitm.output()
+        follow.terminate()
+        follow.wait(10)
+        assert not [ln for ln in lines if MARK in ln]
     finally:
         if proxy is not None:
             proxy.stop()
