@@ -149,13 +149,15 @@ def answer_before_body(flow):
 
 # What the audit line and the 403's hint say of a request the user was asked about.
 _ASKED_REASON = {"deny": "asked: the user denied it",
-                 "timeout": "asked: no answer in {} s"}
+                 "timeout": "asked: no answer in {} s",
+                 "gone": "asked: the agent went away while it waited"}
 _ASKED_HINT = {
     "deny": "the user was asked about this request and denied it: do not retry it; tell "
             "the user what you needed it for",
     "timeout": "the user was asked about this request and did not answer within {} s: tell "
                "the user what you need and retry only once they say they approved it "
-               "(uplink approvals; uplink approve ID)"}
+               "(uplink approvals; uplink approve ID)",
+    "gone": "the connection closed while the request waited for the user"}
 # The rule a request released "once" goes out under: it injects nothing.
 _APPROVED_ONCE = uplink_rules._parse_rule(-1, {"name": "approved-once", "layer": "session",
                                                "hosts": [".*"]})
@@ -559,7 +561,7 @@ class UplinkFilter:
         body = {"error": "denied by uplink", "method": method, "host": host, "path": path,
                 "asked": asked is not None, "ask_mode": self.ask.enabled}
         if asked is not None:
-            body["answer"] = "denied" if asked == "deny" else "no answer"
+            body["answer"] = {"deny": "denied", "timeout": "no answer"}.get(asked, "gone")
             hint = _ASKED_HINT[asked].format(self.ask.timeout_s) + "; " + hint
         elif reason is None and not self.ask.enabled:
             hint += ("; or the user can start the session with --ask to be asked about "
@@ -721,7 +723,7 @@ class UplinkFilter:
                 self._allow(flow, method, overrides, rule)
             else:
                 self._deny(flow, method, host, None, 403,
-                           "timeout" if decision == "timeout" else "deny")
+                           decision if decision in ("timeout", "gone") else "deny")
             if flow.response is not None:
                 self._answer_now(flow)
         except Exception as e:  # noqa: BLE001 - every failure must deny

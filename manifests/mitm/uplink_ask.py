@@ -125,9 +125,16 @@ class Asker:
             self._finish(entry, "timeout")
 
     def drop_client(self, client_id):
-        """A client went away: its held flows go (an entry with none left is withdrawn)."""
+        """A client went away: its held flows end, refused (nothing goes upstream), and an
+        entry with none left is withdrawn."""
         for entry in list(self.held.values()):
+            gone = [f for f in entry.flows if f.client_conn.id == client_id]
             entry.flows = [f for f in entry.flows if f.client_conn.id != client_id]
+            for flow in gone:
+                try:
+                    self.release(flow, "gone")
+                finally:
+                    flow.resume()
             if not entry.flows:
                 del self.held[entry.id]
                 del self.by_key[entry.key]

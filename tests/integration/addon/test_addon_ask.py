@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from addon_support import SENTINEL, Proxy, free_port, send
+from addon_support import SENTINEL, Proxy, free_port, send, tls_client, tunnel
 
 SECRET = f"Bearer {SENTINEL}-ask-token"
 RULES = [{"name": "api", "layer": "auth", "hosts": ["api\\.uplink\\.test"],
@@ -205,3 +205,24 @@ def test_without_ask_the_403_says_the_user_could_be_asked(proxy):
     body = json.loads(r.body)
     assert body["asked"] is False and body["ask_mode"] is False
     assert "--ask" in body["hint"]
+
+
+def test_an_agent_that_goes_away_leaves_nothing_held_and_nothing_sent(asking):
+    sock = tunnel(asking.port, "gone.uplink.test", 443)[3]
+    tls = tls_client(asking.ca, sock, "gone.uplink.test")
+    tls.sendall(b"POST /x HTTP/1.1\r\nHost: gone.uplink.test\r\nX-Test-Id: gone-1\r\n"
+                b"Content-Length: 0\r\n\r\n")
+    asking.wait_held("gone.uplink.test")
+    tls.close()
+    seq = -1
+    for _ in range(50):  # until the entry is withdrawn
+        _, doc = asking.control("GET", f"/v1/held?wait=5&after={seq}")
+        seq = doc["seq"]
+        if not [h for h in doc["held"] if h["host"] == "gone.uplink.test"]:
+            break
+    else:
+        raise AssertionError("the entry stayed after the agent went away")
+    assert asking.echo.find("gone-1") == []
+    audit = [a for a in asking.proxy.mitm.audit() if a["host"] == "gone.uplink.test"]
+    assert [(a["decision"], a["reason"]) for a in audit] == [
+        ("deny", "asked: the agent went away while it waited")]
