@@ -100,16 +100,17 @@
 #define UP_MAX_CONTROL_BODY   (8 * 1024 * 1024)
 #define UP_MAX_CONTROL_ANSWER (1024 * 1024)
 #define UP_CONTROL_TIMEOUT_MS 10000
+
 /* Ask mode (daemon/approvals.c): a long poll of the proxy's held requests waits this long
  * (the addon's uplink_ask.WAIT_MAX_S is 50), the call's deadline a little more; a failed
  * poll is retried after a pause; at most this many held requests of a session are kept. */
-#define UP_APPROVALS_WAIT_S	   45
-#define UP_APPROVALS_CALL_MS	   ((UP_APPROVALS_WAIT_S + 15) * 1000)
-#define UP_APPROVALS_RETRY_MS	   2000
-#define UP_MAX_APPROVALS_HELD	   64 /* the addon's uplink_ask.HELD_MAX */
-#define UP_APPROVAL_PATH_SEGMENTS  2
-#define UP_MAX_APPROVAL_ID	   128 /* "<session>-<n>" */
-#define UP_APPROVALS_NOTIFY_MS	   10000 /* questions of a session at most this close */
+#define UP_APPROVALS_WAIT_S	  45
+#define UP_APPROVALS_CALL_MS	  ((UP_APPROVALS_WAIT_S + 15) * 1000)
+#define UP_APPROVALS_RETRY_MS	  2000
+#define UP_MAX_APPROVALS_HELD	  64 /* the addon's uplink_ask.HELD_MAX */
+#define UP_APPROVAL_PATH_SEGMENTS 2
+#define UP_MAX_APPROVAL_ID	  128	/* "<session>-<n>" */
+#define UP_APPROVALS_NOTIFY_MS	  10000 /* questions of a session at most this close */
 
 /* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
 #define UP_WATCH_TIMEOUT_S	 300

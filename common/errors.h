@@ -20,7 +20,7 @@
 	XX(SESSION_STOPPED, -32011, "the session stopped before it was running")             \
 	XX(POD_NOT_READY, -32012, "the session's pods did not become ready")                 \
 	XX(SESSION_ENDED, -32013, "the session has ended")                                   \
-	XX(APPROVAL_NOT_FOUND, -32014, "no such request waits for the user")                  \
+	XX(APPROVAL_NOT_FOUND, -32014, "no such request waits for the user")                 \
 	XX(CLUSTER_UNREACHABLE, -32020, "the Kubernetes API server cannot be reached")       \
 	XX(PREREQ_MISSING, -32030, "a prerequisite is missing")                              \
 	XX(RULES_INVALID, -32040, "the rules are invalid")                                   \
