@@ -385,8 +385,8 @@ class Mitm:
     is None, the test-only redirect addon; stdout and stderr are kept in files."""
 
     def __init__(self, workdir, pki, sets=(), redirect=None, name="mitm", addon=True,
-                 quiet=False, filter_py=FILTER, env=None):
-        self.addon, self.quiet, self.filter_py, self.env = addon, quiet, filter_py, env or {}
+                 quiet=False):
+        self.addon, self.quiet = addon, quiet
         self.dir = Path(workdir) / name
         self.dir.mkdir(parents=True, exist_ok=True)
         self.pki, self.sets, self.redirect = pki, list(sets), redirect
@@ -398,7 +398,7 @@ class Mitm:
     def start(self, timeout=20):
         self.port = free_port()
         cmd = ["/usr/bin/mitmdump", "--listen-host", "127.0.0.1", "--listen-port", str(self.port),
-               "--set", f"confdir={self.pki.confdir}"] + (["-s", str(self.filter_py)] if self.addon else [])
+               "--set", f"confdir={self.pki.confdir}"] + (["-s", str(FILTER)] if self.addon else [])
         own = {s.split("=", 1)[0] for s in self.sets}  # mitmdump takes each option once
         for s in pod_sets(self.quiet):
             if s.split("=", 1)[0] not in own:
@@ -408,7 +408,7 @@ class Mitm:
                     "--set", f"uplinktest_connect_log={self.connect_log}"]
         for s in self.sets:
             cmd += ["--set", s]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", **self.env)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(cmd, stdout=open(self.stdout, "wb"),
                                      stderr=open(self.stderr, "wb"), stdin=subprocess.DEVNULL,
                                      env=env, cwd=self.dir)
@@ -595,7 +595,7 @@ class Proxy:
     ``quiet``: mitmproxy's log verbosity as in the pod too."""
 
     def __init__(self, workdir, pki, echo, name, sets=(), redirect=True, reload_ms=0,
-                 dead=(), resolve=(), quiet=False, upstreams=(), filter_py=FILTER, env=None):
+                 dead=(), resolve=(), quiet=False, upstreams=()):
         self.pki, self.echo = pki, echo
         d = Path(workdir) / name
         d.mkdir(parents=True, exist_ok=True)
@@ -608,8 +608,7 @@ class Proxy:
         fake_dns = [f"uplinktest_resolve={','.join(resolve)}"] if resolve else []
         self.mitm = Mitm(workdir, pki, name=name, redirect=target if redirect else "", sets=[
             f"uplink_rules={self.rules_path}", f"uplink_aws_creds={self.creds_path}",
-            f"uplink_reload_ms={reload_ms}", *fake_dns, *sets], quiet=quiet,
-            filter_py=filter_py, env=env).start()
+            f"uplink_reload_ms={reload_ms}", *fake_dns, *sets], quiet=quiet).start()
 
     @property
     def port(self):
