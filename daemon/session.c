@@ -721,6 +721,8 @@ void up_session_cancel_work(struct up_session *s)
 	session_cancel_work(s);
 	session_life_free(s);
 	session_refresh_free(s);
+	/* their calls use the cluster's kube client, which shutdown frees next */
+	up_control_push_free(s);
 	up_approvals_stop(s);
 	/* Shutting down: the loop must be able to finish, so the timer goes now. */
 	if (s->timer) {
