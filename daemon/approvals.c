@@ -204,7 +204,7 @@ void up_approvals_start(struct up_session *s)
 {
 	struct up_approvals *a;
 
-	if (!s->o.ask || !s->control_token[0] || s->approvals)
+	if (!s->o.asked.ask || !s->control_token[0] || s->approvals)
 		return;
 	a = calloc(1, sizeof(*a));
 	if (!a || !(a->timer = calloc(1, sizeof(*a->timer))) ||

@@ -77,12 +77,9 @@ static const struct {
 	const struct up_method *methods;
 	int (*reg)(struct up_rpc *rpc, struct up_manager *m);
 } rpc_domains[] = {
-	{up_rpc_daemon_methods, NULL},
-	{up_rpc_rules_methods, NULL},
-	{NULL, up_rpc_doctor_register},
-	{up_rpc_session_methods, NULL},
-	{NULL, up_rpc_approvals_register},
-	{up_rpc_config_methods, NULL},
+	{up_rpc_daemon_methods, NULL},	   {up_rpc_rules_methods, NULL},
+	{NULL, up_rpc_doctor_register},	   {up_rpc_session_methods, NULL},
+	{NULL, up_rpc_approvals_register}, {up_rpc_config_methods, NULL},
 	{NULL, up_rpc_debug_register}, /* only with UPLINK_DEBUG_RPC=1 */
 };
 

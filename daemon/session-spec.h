@@ -66,9 +66,9 @@ struct up_session_spec {
 	const char *agent_runtime_class; /* NULL = "kata-clh"; "" = none */
 	const char *mitm_runtime_class;	 /* NULL or "" = none */
 	bool ask; /* ask mode: the addon holds what no rule allows (needs control_token) */
-	const json_t *rules;		 /* secret: the proxy's rules document (version 1) */
-	const char *ca_cert_pem;	 /* the session CA (daemon/ca.h) */
-	const char *ca_key_pem;		 /* secret */
+	const json_t *rules;	 /* secret: the proxy's rules document (version 1) */
+	const char *ca_cert_pem; /* the session CA (daemon/ca.h) */
+	const char *ca_key_pem;	 /* secret */
 	/* secret: the control listener's token (UP_CONTROL_TOKEN_LEN hex digits), in the rules
 	 * Secret; NULL = no control listener */
 	const char *control_token;

@@ -129,7 +129,7 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
         assert f"waiting for the user: POST ask.example.org/repos/x/pulls" in logs
         # the desktop question (log backend here), no secret in it; the three came within
         # the flood limit (10 s): one question, the others left to the list
-        asked = [ln for ln in logs.splitlines() if "Notification: claude in" in ln]
+        asked = [ln for ln in logs.splitlines() if "Notification: question" in ln and "claude in" in ln]
         assert len(asked) == 1 and "wants POST ask.example.org/repos/x/pulls" in asked[0], asked
         assert token not in logs and MARK not in logs
         assert token not in proxy.mitm.output()
