@@ -192,6 +192,7 @@ struct up_agent_impl {
 extern const struct up_agent_impl *const up_agents[];
 extern const struct up_agent_impl up_agent_claude;
 extern const struct up_agent_impl up_agent_codex;
+extern const struct up_agent_impl up_agent_gemini;
 extern const struct up_agent_impl up_agent_opencode;
 
 const struct up_agent_impl *up_agent_find(const char *name);

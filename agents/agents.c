@@ -19,6 +19,7 @@
 const struct up_agent_impl *const up_agents[] = {
 	&up_agent_claude,
 	&up_agent_codex,
+	&up_agent_gemini,
 	&up_agent_opencode,
 	NULL,
 };
