@@ -71,7 +71,7 @@ static json_t *object_at(json_t *doc, const char *a, const char *b)
 	json_t *o = doc;
 	const char *names[] = {a, b};
 
-	for (size_t i = 0; o && i < ELEMENTSOF(names); i++) {
+	for (size_t i = 0; o && i < ELEMENTSOF(names) && names[i]; i++) {
 		json_t *next = json_object_get(o, names[i]);
 		if (!json_is_object(next)) {
 			next = json_object();
