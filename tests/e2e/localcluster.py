@@ -102,10 +102,11 @@ class Dockerd:
             subprocess.run(["umount", str(netns)], check=False)
 
 
-def _test_ca(d, ip):
+def _test_ca(d, ip, more=()):
     """A test CA and a server certificate for the upstream names and IP (the host reaches
     the token endpoint by address: its resolver knows none of the names): (ca.crt, up.crt,
-    up.key)."""
+    up.key); one more certificate (<name>.crt, <name>.key) for each (name, hosts) in
+    `more`."""
     import ipaddress
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -124,32 +125,45 @@ def _test_ca(d, ip):
           .not_valid_after(later)
           .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
           .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(name(UPSTREAM_HOSTS[0]))
-            .issuer_name(ca.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now)
-            .not_valid_after(later)
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName(h) for h in UPSTREAM_HOSTS] +
-                [x509.IPAddress(ipaddress.ip_address(ip))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .sign(ca_key, hashes.SHA256()))
-    paths = (d / "ca.crt", d / "up.crt", d / "up.key")
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    os.chmod(paths[2], 0o644)      # read by the upstream container's user
-    return paths
+
+    def issue(stem, hosts, ips=()):
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder().subject_name(name(hosts[0]))
+                .issuer_name(ca.subject).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now)
+                .not_valid_after(later)
+                .add_extension(x509.SubjectAlternativeName(
+                    [x509.DNSName(h) for h in hosts] +
+                    [x509.IPAddress(ipaddress.ip_address(a)) for a in ips]), critical=False)
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None),
+                               critical=True)
+                .sign(ca_key, hashes.SHA256()))
+        crt, pem = d / (stem + ".crt"), d / (stem + ".key")
+        crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        pem.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                          serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+        os.chmod(pem, 0o644)      # read by the upstream container's user
+        return crt, pem
+    (d / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    for stem, hosts in more:
+        issue(stem, hosts)
+    return (d / "ca.crt", *issue("up", UPSTREAM_HOSTS, [ip]))
 
 
 class LocalCluster:
     live = False
 
-    def __init__(self, tmp, registry_dir=None):
+    def __init__(self, tmp, registry_dir=None, fakes=None):
         """REGISTRY_DIR: the in-cluster registry's storage (default: the state folder's,
-        kept between runs; an empty folder gives a registry without the agent image)."""
+        kept between runs; an empty folder gives a registry without the agent image).
+        FAKES: more fake upstreams, {name: (script in tests/e2e, hosts, extra args)}, each in
+        its own container at its own address with a certificate of the test CA for its
+        hosts, started like fake_upstream.py (--cert --key --state, then "... listening" on
+        stdout); lc.requests(name) is what one received."""
+        self.fakes = dict(fakes or {})
+        self.fake_ips = {}
+        self.fake_containers = []
         self.tmp = Path(tmp)
         self.registry_dir = str(registry_dir or STATE / "node-host" / REGISTRY_DATA.lstrip("/"))
         self.dockerd = Dockerd(STATE)
@@ -184,35 +198,55 @@ class LocalCluster:
                                         # storage is the state folder's: the image cache
                                         host_dir="/",
                                         host_map={REGISTRY_DATA: self.registry_dir},
-                                        egress_hosts=["%s:%s" % (h, self.upstream_ip)
-                                                      for h in UPSTREAM_HOSTS])).start()
+                                        egress_hosts=self._egress_hosts())).start()
         self.kubeconfig = self.fk.kubeconfig
         return self
+
+    def _egress_hosts(self):
+        pairs = [(h, self.upstream_ip) for h in UPSTREAM_HOSTS]
+        for name, (_, hosts, _) in self.fakes.items():
+            pairs += [(h, self.fake_ips[name]) for h in hosts]
+        return ["%s:%s" % p for p in pairs]
 
     def _start_upstream(self):
         d = self.tmp / "upstream"
         d.mkdir(parents=True)
         os.chmod(d, 0o777)
-        self.ca_cert, crt, key = _test_ca(d, self.upstream_ip)
+        self.ca_cert, _, _ = _test_ca(d, self.upstream_ip,
+                                      [(n, f[1]) for n, f in self.fakes.items()])
         # the OAuth token endpoint, for the daemon on the host (UPLINK_CA_BUNDLE=ca_cert)
         self.token_url = "https://%s/v1/oauth/token" % self.upstream_ip
         self.requests_path = d / "requests.jsonl"
         self.upstream = "uplink-e2e-upstream-%s" % self.instance
-        self.docker("run", "-d", "--name", self.upstream, "--label", LABEL, "--network",
-                    self.egress, "--ip", self.upstream_ip, "--user", "1000:1000",
+        self._run_fake(self.upstream, self.upstream_ip, d, "fake_upstream.py", "up",
+                       ["--answer", ANSWER, "--renewed-token", RENEWED, "--expires-in", "200"])
+        for i, (name, (script, _, args)) in enumerate(self.fakes.items()):
+            fd = self.tmp / name
+            fd.mkdir()
+            os.chmod(fd, 0o777)
+            for ext in (".crt", ".key"):
+                shutil.copy(d / (name + ext), fd / (name + ext))
+            self.fake_ips[name] = self.upstream_ip.rsplit(".", 1)[0] + ".%d" % (11 + i)
+            c = "uplink-e2e-%s-%s" % (name, self.instance)
+            self.fake_containers.append(c)
+            self._run_fake(c, self.fake_ips[name], fd, script, name, list(args))
+
+    def _run_fake(self, container, ip, d, script, stem, args):
+        self.docker("run", "-d", "--name", container, "--label", LABEL, "--network",
+                    self.egress, "--ip", ip, "--user", "1000:1000",
                     "--cap-add", "NET_BIND_SERVICE", "-v", "%s:/e2e:ro" % HERE,
-                    "-v", "%s:/state" % d, MITM_IMAGE, "python3", "/e2e/fake_upstream.py",
-                    "--cert", "/state/up.crt", "--key", "/state/up.key", "--state", "/state",
-                    "--answer", ANSWER, "--renewed-token", RENEWED, "--expires-in", "200")
-        logs = subprocess.Popen(["docker", "logs", "-f", self.upstream],
+                    "-v", "%s:/state" % d, MITM_IMAGE, "python3", "/e2e/" + script,
+                    "--cert", "/state/%s.crt" % stem, "--key", "/state/%s.key" % stem,
+                    "--state", "/state", *args)
+        logs = subprocess.Popen(["docker", "logs", "-f", container],
                                 env=_docker_env(self.docker_host), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:
             for line in logs.stdout:
-                if line.startswith("fake upstream listening"):
+                if " listening" in line:
                     return
-            raise RuntimeError("the fake upstream did not start: %s" %
-                               self.docker("logs", self.upstream, check=False).stdout)
+            raise RuntimeError("%s did not start: %s" %
+                               (script, self.docker("logs", container, check=False).stdout))
         finally:
             logs.kill()
             logs.wait()
@@ -235,10 +269,12 @@ class LocalCluster:
         """What `uplink run` needs here: the stand-in mitm image, the upstreams' test CA."""
         return ["--mitmproxy-image", MITM_IMAGE, "--mitm-ca-cert", str(self.ca_cert)]
 
-    def requests(self):
-        if not self.requests_path.exists():
+    def requests(self, fake=None):
+        """What fake_upstream.py (or the fake called `fake`) received."""
+        path = self.requests_path if fake is None else self.tmp / fake / "requests.jsonl"
+        if not path.exists():
             return []
-        return [json.loads(ln) for ln in self.requests_path.read_text().splitlines() if ln]
+        return [json.loads(ln) for ln in path.read_text().splitlines() if ln]
 
     def containers(self, label=None):
         """IDs of the containers with this label (default: this run's kubelet's)."""
@@ -253,6 +289,6 @@ class LocalCluster:
         if self.fk is not None:
             self.fk.stop()
         if self.upstream:
-            self.docker("rm", "-f", self.upstream, check=False)
+            self.docker("rm", "-f", self.upstream, *self.fake_containers, check=False)
         self.docker("network", "rm", self.egress, check=False)
         self.dockerd.stop()
