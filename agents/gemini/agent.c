@@ -190,4 +190,5 @@ const struct up_agent_impl up_agent_gemini = {
 	.default_rules = "default-rules.yaml",
 	.attach_argv = attach_argv,
 	.prepare = prepare,
+	.doctor = gemini_doctor,
 };

@@ -98,7 +98,9 @@ static int take_tokens(struct oauth *o, const struct up_agent_body *b, time_t no
 				   "the token endpoint's answer lacks access_token or expires_in");
 	for (size_t i = 0; r == 0 && i < ELEMENTSOF(kept_fields); i++) {
 		json_t *v = json_object_get(ans, kept_fields[i]);
-		if (json_is_string(v) && json_object_set(o->doc, kept_fields[i], v) < 0)
+		/* a copy: the answer's strings are wiped when it is freed */
+		if (json_is_string(v) && json_object_set_new(o->doc, kept_fields[i],
+							     json_string(json_string_value(v))) < 0)
 			r = -ENOMEM;
 	}
 	if (r == 0 && json_object_set_new(o->doc, "expiry_date",
@@ -263,4 +265,53 @@ int gemini_google_auth(const struct up_agent_input *in, struct up_agent_prepared
 		r = fake_credentials(&o, now, p, fake, fake_len);
 	oauth_done(&o);
 	return r;
+}
+
+/* ---------------------------------------------------------------- doctor */
+
+#define DOCTOR_NAME "gemini login"
+#define DOCTOR_FIX  "run `gemini` on this machine and choose Login with Google (or use --api-key)"
+
+size_t gemini_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
+		     struct up_agent_check *out, size_t max)
+{
+	_cleanup_(freep) char *path = NULL;
+	struct oauth o = {0};
+	char why[512];
+	long long left;
+	int r;
+
+	(void)impl;
+	if (max < 1)
+		return 0;
+	if (asprintf(&path, "%s/.gemini/oauth_creds.json", in->home) < 0) {
+		up_agent_check_set(out, DOCTOR_NAME, "skip", NULL, "out of memory");
+		return 1;
+	}
+	r = up_agent_read_json(path, CREDS, "gemini", "", &o.doc, why, sizeof(why));
+	if (r == 0)
+		r = parse_oauth(&o, why, sizeof(why));
+	left = r == 0 ? o.expires_ms / 1000 - (long long)(in->now ? in->now : time(NULL)) : 0;
+	if (r == -ENOENT)
+		up_agent_check_set(out, DOCTOR_NAME, "warn", DOCTOR_FIX,
+				   "no Gemini CLI Google login: %s is missing (a login kept in the "
+				   "system keychain is not read)",
+				   CREDS);
+	else if (r < 0)
+		up_agent_check_set(out, DOCTOR_NAME, "warn", DOCTOR_FIX, "%s", why);
+	else if (left <= 0 && !o.refresh)
+		up_agent_check_set(out, DOCTOR_NAME, "warn", DOCTOR_FIX,
+				   "the Google login in %s has expired and has no refresh token",
+				   CREDS);
+	else if (left > 0)
+		up_agent_check_set(out, DOCTOR_NAME, "ok", NULL,
+				   "%s: the token lasts %lld more minutes%s", CREDS, left / 60,
+				   o.refresh ? "; uplink refreshes it before it expires" : "");
+	else
+		up_agent_check_set(out, DOCTOR_NAME, "ok", NULL,
+				   "%s: the token expired %lld minutes ago; uplink refreshes it "
+				   "when a session starts",
+				   CREDS, -left / 60);
+	oauth_done(&o);
+	return 1;
 }

@@ -62,3 +62,6 @@ json_t *gemini_settings_transform(const json_t *host, enum gemini_mode mode, con
  */
 int gemini_read_settings(const char *path, const char *what, json_t **doc, char *err,
 			 size_t err_len) _wur_;
+/* `uplink doctor`: the Google login's state (read only: never refreshed, never a secret). */
+size_t gemini_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
+		     struct up_agent_check *out, size_t max);
