@@ -69,7 +69,7 @@ def test_order_after_the_kubernetes_checks(run_doctor):
                          "registry"]
     assert names[6:] == ["kubectl", "docker", "docker daemon", "optional tools", "network policy",
                          "registries.yaml", "Secret Service", "notifications", "claude login",
-                         "codex login", "opencode login", "uplinkd"]
+                         "codex login", "gemini login", "opencode login", "uplinkd"]
     for c in res["checks"]:
         assert c["status"] in ("ok", "warn", "fail", "skip")
         if c["status"] in ("warn", "fail"):
@@ -343,4 +343,35 @@ def test_opencode_login(run_doctor, tmpdir_short):
     rc, res, _ = run_doctor(env={"HOME": str(home)})
     c = check(res, "opencode login")
     assert c["status"] == "warn" and "opencode auth login" in c["fix"], c
+
+
+def gemini_login(expires_in_s, refresh=True):
+    import time
+    o = {"access_token": "ya29.DOCTOR-SENTINEL", "token_type": "Bearer",
+         "expiry_date": int((time.time() + expires_in_s) * 1000)}
+    if refresh:
+        o["refresh_token"] = "1//DOCTOR-SENTINEL"
+    return json.dumps(o)
+
+
+@pytest.mark.parametrize("text, status, words", [
+    (None, "warn", "oauth_creds.json is missing"),
+    ("{not json", "warn", "line 1"),
+    (gemini_login(3 * 3600), "ok", "more minutes; uplink refreshes it before it expires"),
+    (gemini_login(-630), "ok", "minutes ago; uplink refreshes it when a session starts"),
+    (gemini_login(-600, refresh=False), "warn", "has expired and has no refresh token"),
+])
+def test_gemini_login(run_doctor, tmpdir_short, text, status, words):
+    home = tmpdir_short / "home-doctor"
+    home.mkdir(exist_ok=True)
+    if text is not None:
+        (home / ".gemini").mkdir(exist_ok=True)
+        (home / ".gemini" / "oauth_creds.json").write_text(text)
+    rc, res, _ = run_doctor(env={"HOME": str(home)})
+    c = check(res, "gemini login")
+    assert c["status"] == status, c
+    assert words in c["detail"], c
+    assert (c["fix"] is None) == (status == "ok"), c
+    if status != "ok":
+        assert "gemini" in c["fix"] and "--api-key" in c["fix"]
     assert "SENTINEL" not in json.dumps(res)
