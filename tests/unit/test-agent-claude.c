@@ -126,7 +126,8 @@ static void test_errors(void **state)
 		"it aside and run `claude` again");
 	expect_error("valid", "vertex", -EINVAL,
 		     "agent claude has no mode 'vertex'; known: claude (modes anthropic, bedrock); "
-		     "codex (modes chatgpt, api_key); opencode (modes anthropic, openai)");
+		     "codex (modes chatgpt, api_key); gemini (modes google, api_key); "
+		     "opencode (modes anthropic, openai)");
 }
 
 /* An expired token whose refresh cannot reach the token endpoint. */
@@ -756,7 +757,7 @@ static void test_registry(void **state)
 	assert_int_equal(up_agent_describe_all(buf, sizeof(buf)), 0);
 	assert_string_equal(buf,
 			    "claude (modes anthropic, bedrock); codex (modes chatgpt, api_key); "
-			    "opencode (modes anthropic, openai)");
+			    "gemini (modes google, api_key); opencode (modes anthropic, openai)");
 	assert_int_equal(up_agent_rules_path(&up_agent_claude, "/opt/x", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/opt/x/agents/claude/default-rules.yaml");
 	assert_null(up_agent_prepared_free(NULL));
