@@ -121,9 +121,14 @@ static int command(struct ctx *c)
 				    c->err_len);
 }
 
+/* GEMINI_CLI_TRUST_WORKSPACE: the CLI trusts no folder by default, and in an untrusted one it
+ * ignores --yolo and refuses -p; the pod is the sandbox, as --yolo says. */
 static int env(struct ctx *c)
 {
 	int r = up_agent_add_env(c->p, "UPLINK_AGENT_DIRS", ".gemini");
+
+	if (r == 0)
+		r = up_agent_add_env(c->p, "GEMINI_CLI_TRUST_WORKSPACE", "true");
 
 	if (r == 0 && c->mode == GEMINI_API_KEY)
 		r = up_agent_add_env(c->p, "GEMINI_API_KEY", GEMINI_KEY_PLACEHOLDER);

@@ -117,6 +117,7 @@ def test_google_login_injected_and_faked_in_the_pod(home):
     assert doc["expiry_date"] > (NOW + 5 * 365 * 86400) * 1000
     assert out["env"]["GOOGLE_GENAI_USE_GCA"] == "true" and "GEMINI_API_KEY" not in out["env"]
     assert out["env"]["UPLINK_AGENT_DIRS"] == ".gemini"
+    assert out["env"]["GEMINI_CLI_TRUST_WORKSPACE"] == "true"   # or -p refuses the folder
     assert out["command"] == ["bash", "-lc", "exec gemini --yolo"]
     settings = json.loads(volume(out, "gemini-settings")["files"][0]["data"])
     assert settings["security"]["auth"]["selectedType"] == "oauth-personal"
