@@ -8,7 +8,8 @@ refresh (run on loopback without TLS). It answers only what the CLI needs to ans
 - cloudcode-pa.googleapis.com (--google, Code Assist v1internal): loadCodeAssist (an account
   already on the free tier with a project, so the CLI skips onboarding), onboardUser (done),
   generateContent, streamGenerateContent, countTokens, and {} for the rest (experiments,
-  quota, admin controls, metrics);
+  quota, admin controls, metrics); a request for JSON output (the CLI's model router) gets
+  JSON it accepts, any other the answer;
 - oauth2.googleapis.com: POST /tokeninfo (the CLI checks its cached token at start-up) and
   POST /token (a refresh grant: a new access token of --renewed-token, numbered);
 - www.googleapis.com: GET /oauth2/v2/userinfo; play.googleapis.com: POST /log.
@@ -32,6 +33,18 @@ SCOPE = ("https://www.googleapis.com/auth/cloud-platform "
          "https://www.googleapis.com/auth/userinfo.email "
          "https://www.googleapis.com/auth/userinfo.profile")
 NOT_FOUND = {"error": {"code": 404, "message": "not found (fake gemini)", "status": "NOT_FOUND"}}
+
+
+# What a request for JSON gets (the CLI's model router and next-speaker check ask for it):
+# the keys those read, each with a value they accept.
+JSON_ANSWER = json.dumps({"reasoning": "fake", "model_choice": "flash", "next_speaker": "user"})
+
+
+def wants_json(req):
+    """A generate request asking for JSON output (Code Assist wraps it in "request")."""
+    inner = req.get("request", req) if isinstance(req, dict) else {}
+    cfg = inner.get("generationConfig") or inner.get("generation_config") or {}
+    return isinstance(cfg, dict) and cfg.get("responseMimeType") == "application/json"
 
 
 def candidate(answer):
@@ -70,7 +83,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _generate(self, method, wrap):
         """A model's answer: `wrap` puts it in Code Assist's {"response": ...} envelope."""
-        answer = candidate(self.server.answer)
+        answer = candidate(JSON_ANSWER if wants_json(self.req) else self.server.answer)
         doc = {"response": answer, "traceId": "fake-trace"} if wrap else answer
         if method == "streamGenerateContent":
             self._send(200, b"data: " + json.dumps(doc).encode() + b"\r\n\r\n",
@@ -122,10 +135,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802
         self._record(self._body())
+        self.req = {}
         self._route()
 
     def do_POST(self):  # noqa: N802
-        self._record(self._body())
+        raw = self._body()
+        self._record(raw)
+        try:
+            self.req = json.loads(raw or b"{}")
+        except ValueError:
+            self.req = {}
         self._route()
 
     def log_message(self, *a):
