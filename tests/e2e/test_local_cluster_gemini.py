@@ -195,7 +195,12 @@ def test_refreshed_token_reaches_the_running_agent(cluster, token_endpoint):
             assert grants() and grants()[0]["refresh_token"] == REFRESH, grants()
             assert grants()[0]["client_id"].startswith("681255809395-")
             r = gemini_in(cluster, d, cid)
-            assert ANSWER in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+            assert ANSWER in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-2000:],
+                                        cluster.docker("logs", "--tail", "60", cid,
+                                                       check=False).stderr[-3000:],
+                                        [(q["method"], q["host"], q["path"], q["authorization"])
+                                         for q in fake_requests(cluster)][-12:],
+                                        d.logs()[-1500:])
             first = last_auth()
             assert first.startswith("Bearer " + RENEWED + "-"), first
             n = len(grants())
