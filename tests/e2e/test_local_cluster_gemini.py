@@ -7,6 +7,7 @@ agent; a request of the CLI's own HTTP stack that no rule allows is refused by t
 Skipped, with the reason, where docker or debootstrap are missing."""
 
 import json
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -128,6 +129,19 @@ def run_detached(cluster, daemon, *args):
     sid = r.stdout.strip()
     ids = agent_containers(cluster, sid)
     assert len(ids) == 1, ids
+    # --detach returns once the pod runs, while its entrypoint may still be renaming the
+    # image's uid 1000 to the user (usermod refuses while a process of that uid runs): wait
+    # for the user, then for the agent's tmux session, before running anything as the user
+    user = pwd.getpwuid(UID).pw_name
+
+    def ready():
+        r = cluster.docker("exec", ids[0], "getent", "passwd", str(UID), check=False)
+        if not r.stdout.startswith(user + ":"):
+            return False
+        return cluster.docker("exec", "-u", str(UID), ids[0], "tmux", "-S",
+                              "/run/uplink/tmux.sock", "has-session", "-t", "uplink",
+                              check=False).returncode == 0
+    wait_for(ready, timeout=120, what="the agent's user and tmux session")
     return sid, ids[0]
 
 
@@ -139,6 +153,12 @@ def gemini_in(cluster, daemon, cid, *env):
                           check=False, timeout=300)
 
 
+def agent_story(cluster, cid):
+    """What the agent's container says about itself, for a failure."""
+    return (cluster.docker("inspect", "-f", "{{json .State}}", cid, check=False).stdout,
+            cluster.docker("logs", "--tail", "80", cid, check=False).stdout[-4000:])
+
+
 def test_denied_request_of_the_cli_gets_the_403(cluster, daemon):
     sid, cid = run_detached(cluster, daemon)
     try:
@@ -147,7 +167,8 @@ def test_denied_request_of_the_cli_gets_the_403(cluster, daemon):
         r = gemini_in(cluster, daemon, cid, "CODE_ASSIST_ENDPOINT=https://denied.example")
         out = r.stdout + r.stderr
         assert r.returncode != 0 and ANSWER not in out, out[-3000:]
-        assert "403" in out, out[-3000:]
+        assert "403" in out, (r.returncode, out[-3000:], agent_story(cluster, cid))
+        print("GEMINI-DENIED-OUTPUT", out[-1500:])
 
         def denied():
             logs = uplink(daemon, "logs", sid, "--denied").stdout
