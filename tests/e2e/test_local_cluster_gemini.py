@@ -168,7 +168,6 @@ def test_denied_request_of_the_cli_gets_the_403(cluster, daemon):
         out = r.stdout + r.stderr
         assert r.returncode != 0 and ANSWER not in out, out[-3000:]
         assert "403" in out, (r.returncode, out[-3000:], agent_story(cluster, cid))
-        print("GEMINI-DENIED-OUTPUT", out[-1500:])
 
         def denied():
             logs = uplink(daemon, "logs", sid, "--denied").stdout
