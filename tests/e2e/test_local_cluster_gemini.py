@@ -167,7 +167,10 @@ def test_denied_request_of_the_cli_gets_the_403(cluster, daemon):
         r = gemini_in(cluster, daemon, cid, "CODE_ASSIST_ENDPOINT=https://denied.example")
         out = r.stdout + r.stderr
         assert r.returncode != 0 and ANSWER not in out, out[-3000:]
-        assert "403" in out, (r.returncode, out[-3000:], agent_story(cluster, cid))
+        # the CLI prints the 403 JSON's "error" ("An unexpected critical error occurred:
+        # Error: denied by uplink", after gaxios's dump of the answer)
+        assert "403" in out and "denied by uplink" in out, (r.returncode, out[-3000:],
+                                                            agent_story(cluster, cid))
 
         def denied():
             logs = uplink(daemon, "logs", sid, "--denied").stdout
