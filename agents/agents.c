@@ -17,11 +17,7 @@
 #include "fileio.h"
 
 const struct up_agent_impl *const up_agents[] = {
-	&up_agent_claude,
-	&up_agent_codex,
-	&up_agent_gemini,
-	&up_agent_opencode,
-	NULL,
+	&up_agent_claude, &up_agent_codex, &up_agent_gemini, &up_agent_opencode, NULL,
 };
 
 struct up_agent_blob {

@@ -113,8 +113,8 @@ static int take_tokens(struct oauth *o, const struct up_agent_body *b, time_t no
 
 /* Refreshes in place: o->doc gets the new tokens and is written back to the host file with
  * the CLI's own layout (2-space JSON, 0600). 0, or -EIO with why. */
-static int refresh(const char *path, const char *url, struct oauth *o, time_t now, char *err,
-		   size_t len)
+static int refresh(const char *path, const char *url, const char *ca, struct oauth *o, time_t now,
+		   char *err, size_t len)
 {
 	struct up_agent_body b = {0};
 	char *body;
@@ -126,7 +126,7 @@ static int refresh(const char *path, const char *url, struct oauth *o, time_t no
 		return up_agent_failf(err, len, -EIO, CREDS " has no usable 'refresh_token'");
 	if (!(body = request_body(o->refresh)))
 		return -ENOMEM;
-	r = up_agent_post(url, "application/x-www-form-urlencoded", body, &b, err, len);
+	r = up_agent_post(url, ca, "application/x-www-form-urlencoded", body, &b, err, len);
 	up_free_secret(body, strlen(body));
 	if (r == 0) {
 		r = take_tokens(o, &b, now, err, len);
@@ -227,7 +227,7 @@ static int maybe_refresh(const struct up_agent_input *in, const char *path, stru
 
 	if (left >= GEMINI_REFRESH_MARGIN_S)
 		return 0;
-	if (refresh(path, in->token_url, o, now, why, sizeof(why)) >= 0)
+	if (refresh(path, in->token_url, in->ca_bundle, o, now, why, sizeof(why)) >= 0)
 		return 0;
 	if (left > 0)
 		return up_agent_warn(p,
