@@ -97,3 +97,29 @@ static inline bool manifests_has_ssh(const struct up_session_spec *s)
 {
 	return s->extras && s->extras->ssh.n_keys > 0;
 }
+
+/* ---- rendering a session (manifests.c, manifests-agent.c) */
+
+/* Rendering state: the spec, the objects so far, the error sentence. */
+struct render {
+	const struct up_manifests *m;
+	const struct up_session_spec *s;
+	char ns[UP_NAMESPACE_MAX];
+	json_t *objects;
+	char *err;
+	size_t err_len;
+};
+
+json_t *manifests_object(struct render *c, enum tpl t, const char *name);
+/* Takes o; appends it to the objects. */
+int manifests_add(struct render *c, json_t *o);
+int manifests_env_add(json_t *env, const char *name, const char *value);
+/* A JSON array of the strings of a NULL-terminated vector. */
+json_t *manifests_strv(const char *const *v);
+/* `--set NAME=VALUE`, in place of the template's own NAME if it has one. */
+int manifests_set_option(json_t *args, const char *opt);
+/* Takes both (also when r < 0, which it returns). */
+int manifests_add_pod_and_service(struct render *c, json_t *pod, json_t *svc, int r);
+/* manifests-agent.c */
+int manifests_render_ssh_agent(struct render *c);
+int manifests_render_agent(struct render *c);

@@ -17,16 +17,6 @@
 #include "rules-private.h" /* up_cidr_normalize() */
 #include "yaml-json.h"
 
-/* Rendering state: the spec, the objects so far, the error sentence. */
-struct render {
-	const struct up_manifests *m;
-	const struct up_session_spec *s;
-	char ns[UP_NAMESPACE_MAX];
-	json_t *objects;
-	char *err;
-	size_t err_len;
-};
-
 int manifests_failf(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -92,7 +82,7 @@ static int iso8601(json_t *o, const char *key, time_t t)
 }
 
 /* A template copy with name, namespace and the session's labels. */
-static json_t *object(struct render *c, enum tpl t, const char *name)
+json_t *manifests_object(struct render *c, enum tpl t, const char *name)
 {
 	json_t *o = json_deep_copy(c->m->tpl[t]);
 	json_t *meta = json_object_get(o, "metadata");
@@ -106,7 +96,7 @@ static json_t *object(struct render *c, enum tpl t, const char *name)
 	return o;
 }
 
-static int add(struct render *c, json_t *o)
+int manifests_add(struct render *c, json_t *o)
 {
 	return o ? manifests_push(c->objects, o) : -ENOMEM;
 }
@@ -114,7 +104,7 @@ static int add(struct render *c, json_t *o)
 /* A Secret (base64 data) or ConfigMap (text data; binaryData for what is not UTF-8). */
 static json_t *data_object(struct render *c, bool secret, const char *name)
 {
-	json_t *o = object(c, secret ? TPL_SECRET : TPL_CONFIGMAP, name);
+	json_t *o = manifests_object(c, secret ? TPL_SECRET : TPL_CONFIGMAP, name);
 
 	if (o && manifests_put(o, "data", json_object()) < 0)
 		return json_decref(o), NULL;
@@ -134,7 +124,7 @@ int manifests_data_put(json_t *o, bool secret, const char *key, const char *data
 	return (v = b64(data, len)) ? manifests_put(bin, key, v) : -ENOMEM;
 }
 
-static int env_add(json_t *env, const char *name, const char *value)
+int manifests_env_add(json_t *env, const char *name, const char *value)
 {
 	json_t *e;
 	size_t i;
@@ -145,7 +135,7 @@ static int env_add(json_t *env, const char *name, const char *value)
 	return manifests_push(env, json_pack("{s:s, s:s}", "name", name, "value", value));
 }
 
-static json_t *strv(const char *const *v)
+json_t *manifests_strv(const char *const *v)
 {
 	json_t *a = json_array();
 
@@ -159,7 +149,7 @@ static json_t *strv(const char *const *v)
 
 static int render_namespace(struct render *c)
 {
-	json_t *ns = object(c, TPL_NAMESPACE, c->ns);
+	json_t *ns = manifests_object(c, TPL_NAMESPACE, c->ns);
 	json_t *ann = json_object();
 
 	if (!ns || !ann || manifests_put(json_object_get(ns, "metadata"), "annotations", ann) < 0)
@@ -169,7 +159,7 @@ static int render_namespace(struct render *c)
 	    manifests_put(ann, UP_ANNOT_CWD, json_string(c->s->cwd)) < 0 ||
 	    manifests_put(ann, UP_ANNOT_AGENT, json_string(c->s->agent)) < 0)
 		return json_decref(ns), -ENOMEM;
-	return add(c, ns);
+	return manifests_add(c, ns);
 }
 
 static int render_rules(struct render *c)
@@ -185,7 +175,7 @@ static int render_rules(struct render *c)
 		up_free_secret(text, strlen(text));
 	if (r < 0)
 		return json_decref(o), r;
-	return add(c, o);
+	return manifests_add(c, o);
 }
 
 static int render_certs(struct render *c)
@@ -210,7 +200,7 @@ static int render_certs(struct render *c)
 	free(dh);
 	if (r < 0)
 		return json_decref(o), r;
-	return add(c, o);
+	return manifests_add(c, o);
 }
 
 static int render_text_map(struct render *c, const char *name, const char *key, const char *text)
@@ -220,7 +210,7 @@ static int render_text_map(struct render *c, const char *name, const char *key, 
 
 	if (r < 0)
 		return json_decref(o), r;
-	return add(c, o);
+	return manifests_add(c, o);
 }
 
 /* The addon's ConfigMap: filter.py (or the spec's own) and the modules it loads. */
@@ -236,7 +226,7 @@ static int render_addon(struct render *c)
 	}
 	if (r < 0)
 		return json_decref(o), r;
-	return add(c, o);
+	return manifests_add(c, o);
 }
 
 static int render_agent_data(struct render *c)
@@ -253,7 +243,7 @@ static int render_agent_data(struct render *c)
 					       v->files[j].len);
 		if (r < 0)
 			return json_decref(o), r;
-		if ((r = add(c, o)) < 0)
+		if ((r = manifests_add(c, o)) < 0)
 			return r;
 	}
 	return 0;
@@ -282,7 +272,7 @@ static int render_kube_data(struct render *c)
 	}
 	if (!o || r < 0)
 		return json_decref(o), o ? r : -ENOMEM;
-	return add(c, o);
+	return manifests_add(c, o);
 }
 
 static int render_files(struct render *c, const char *name, const struct up_ssh_file *f, size_t n)
@@ -294,7 +284,7 @@ static int render_files(struct render *c, const char *name, const struct up_ssh_
 		r = manifests_data_put(o, true, f[i].name, f[i].data, f[i].len);
 	if (r < 0)
 		return json_decref(o), r;
-	return add(c, o);
+	return manifests_add(c, o);
 }
 
 /* §4.3: the upstream CA bundle, the git overlay, the SSH keys; each only when there is one. */
@@ -311,7 +301,7 @@ static int render_extras_data(struct render *c)
 		r = o ? manifests_data_put(o, true, "bundle.pem", x->mitm_ca_pem,
 					   strlen(x->mitm_ca_pem))
 		      : -ENOMEM;
-		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
+		if (r < 0 || (r = manifests_add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
 	if (x && x->aws_creds_json && x->aws_ini) { /* §4.3: the real keys, then the dummies */
@@ -319,7 +309,7 @@ static int render_extras_data(struct render *c)
 		r = o ? manifests_data_put(o, true, AWS_MITM_KEY, x->aws_creds_json,
 					   strlen(x->aws_creds_json))
 		      : -ENOMEM;
-		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
+		if (r < 0 || (r = manifests_add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 		if ((r = render_text_map(c, AWS_AGENT_CONFIGMAP, AWS_AGENT_KEY, x->aws_ini)) < 0)
 			return r;
@@ -328,7 +318,7 @@ static int render_extras_data(struct render *c)
 		o = data_object(c, true, GIT_SECRET);
 		r = o ? manifests_data_put(o, true, GIT_KEY, x->gitconfig, strlen(x->gitconfig))
 		      : -ENOMEM;
-		if (r < 0 || (r = add(c, TAKE_PTR(o))) < 0)
+		if (r < 0 || (r = manifests_add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
 	if (manifests_has_ssh(c->s)) {
@@ -362,9 +352,9 @@ static int ssh_egress(struct render *c, json_t *agent)
 
 static int render_policies(struct render *c)
 {
-	json_t *deny = object(c, TPL_NP_DENY, "default-deny");
-	json_t *agent = object(c, TPL_NP_AGENT, "agent-egress");
-	json_t *mitm = object(c, TPL_NP_MITM, "mitm-policy");
+	json_t *deny = manifests_object(c, TPL_NP_DENY, "default-deny");
+	json_t *agent = manifests_object(c, TPL_NP_AGENT, "agent-egress");
+	json_t *mitm = manifests_object(c, TPL_NP_MITM, "mitm-policy");
 	int r = 0;
 
 	if (agent && c->s->asked.allow_dns)
@@ -381,17 +371,17 @@ static int render_policies(struct render *c)
 		json_decref(mitm);
 		return -ENOMEM;
 	}
-	r = add(c, deny);
-	r = r < 0 ? (json_decref(agent), r) : add(c, agent);
-	r = r < 0 ? (json_decref(mitm), r) : add(c, mitm);
+	r = manifests_add(c, deny);
+	r = r < 0 ? (json_decref(agent), r) : manifests_add(c, agent);
+	r = r < 0 ? (json_decref(mitm), r) : manifests_add(c, mitm);
 	if (r == 0 && manifests_has_ssh(c->s))
-		r = add(c, object(c, TPL_NP_SSH, "ssh-agent-policy"));
+		r = manifests_add(c, manifests_object(c, TPL_NP_SSH, "ssh-agent-policy"));
 	return r;
 }
 
 /* `--set NAME=VALUE`, in place of the template's own NAME if it has one: mitmdump refuses
  * an option given twice. */
-static int set_option(json_t *args, const char *opt)
+int manifests_set_option(json_t *args, const char *opt)
 {
 	size_t n = strcspn(opt, "=") + 1, i;
 	int r;
@@ -410,7 +400,7 @@ static int set_option(json_t *args, const char *opt)
 static int mitm_secret(json_t *pod, const char *option, const char *secret, const char *dir)
 {
 	json_t *main = manifests_dig(pod, "spec.containers.0");
-	int r = set_option(json_object_get(main, "args"), option);
+	int r = manifests_set_option(json_object_get(main, "args"), option);
 
 	if (r == 0)
 		r = manifests_push(json_object_get(main, "volumeMounts"),
@@ -441,11 +431,11 @@ static int mitm_extras(const struct up_session_extras *x, const struct up_sessio
 		r = mitm_secret(pod, "uplink_aws_creds=" AWS_MITM_DIR "/" AWS_MITM_KEY,
 				AWS_MITM_SECRET, AWS_MITM_DIR);
 	if (r == 0 && a->mitm_insecure)
-		r = set_option(args, "ssl_insecure=true");
+		r = manifests_set_option(args, "ssl_insecure=true");
 	if (r == 0 && a->mitm_debug)
-		r = set_option(args, "termlog_verbosity=debug");
+		r = manifests_set_option(args, "termlog_verbosity=debug");
 	if (r == 0 && a->mitm_debug)
-		r = set_option(args, "flow_detail=3");
+		r = manifests_set_option(args, "flow_detail=3");
 	return r;
 }
 
@@ -467,25 +457,25 @@ static int mitm_refuse_cidrs(struct render *c, json_t *pod)
 					       UP_MAX_SERVICE_CIDRS);
 		n += (size_t)snprintf(opt + n, sizeof(opt) - n, "%s%s", i ? "," : "", norm);
 	}
-	return set_option(manifests_dig(pod, "spec.containers.0.args"), opt);
+	return manifests_set_option(manifests_dig(pod, "spec.containers.0.args"), opt);
 }
 
 /* Adds a pod and its Service once they are filled in (r == 0); frees both otherwise. */
-static int add_pod_and_service(struct render *c, json_t *pod, json_t *svc, int r)
+int manifests_add_pod_and_service(struct render *c, json_t *pod, json_t *svc, int r)
 {
 	if (r < 0) {
 		json_decref(pod);
 		json_decref(svc);
 		return r;
 	}
-	r = add(c, pod);
-	return r < 0 ? (json_decref(svc), r) : add(c, svc);
+	r = manifests_add(c, pod);
+	return r < 0 ? (json_decref(svc), r) : manifests_add(c, svc);
 }
 
 static int render_mitm(struct render *c)
 {
-	json_t *pod = object(c, TPL_MITM_POD, "mitm");
-	json_t *svc = object(c, TPL_MITM_SVC, "mitm");
+	json_t *pod = manifests_object(c, TPL_MITM_POD, "mitm");
+	json_t *svc = manifests_object(c, TPL_MITM_SVC, "mitm");
 	const char *rc = c->s->mitm_runtime_class;
 	int r = pod && svc ? 0 : -ENOMEM;
 
@@ -500,277 +490,12 @@ static int render_mitm(struct render *c)
 	if (r == 0)
 		r = mitm_refuse_cidrs(c, pod);
 	if (r == 0 && c->s->control_token) /* the rules Secret is mounted at /rules */
-		r = set_option(manifests_dig(pod, "spec.containers.0.args"),
-			       "uplink_control_token=/rules/" UP_MANIFEST_CONTROL_KEY);
+		r = manifests_set_option(manifests_dig(pod, "spec.containers.0.args"),
+					 "uplink_control_token=/rules/" UP_MANIFEST_CONTROL_KEY);
 	if (r == 0 && c->s->control_token && c->s->ask)
-		r = set_option(manifests_dig(pod, "spec.containers.0.args"), "uplink_ask=true");
-	return add_pod_and_service(c, pod, svc, r);
-}
-
-/* runAsUser and runAsGroup of the host user: on a pod or container security context. */
-static int host_ids(const struct up_session_spec *s, json_t *ctx, bool fs_group)
-{
-	if (!ctx || manifests_put(ctx, "runAsUser", json_integer((json_int_t)s->uid)) < 0 ||
-	    manifests_put(ctx, "runAsGroup", json_integer((json_int_t)s->gid)) < 0 ||
-	    (fs_group && manifests_put(ctx, "fsGroup", json_integer((json_int_t)s->gid)) < 0))
-		return -ENOMEM;
-	return 0;
-}
-
-/* --ssh-key-dir: the holder pod and its Service (manifests/ssh-agent-pod.yaml). */
-static int render_ssh_agent(struct render *c)
-{
-	json_t *pod = object(c, TPL_SSH_POD, UP_MANIFEST_SSH_AGENT);
-	json_t *svc = object(c, TPL_SSH_SVC, UP_MANIFEST_SSH_AGENT);
-	const char *rc = c->s->mitm_runtime_class;
-	int r = pod && svc ? 0 : -ENOMEM;
-
-	if (r == 0)
-		r = manifests_put(manifests_dig(pod, "spec.containers.0"), "image",
-				  json_string(c->s->agent_image));
-	if (r == 0)
-		r = host_ids(c->s, manifests_dig(pod, "spec.securityContext"), true);
-	if (r == 0)
-		r = host_ids(c->s, manifests_dig(pod, "spec.containers.0.securityContext"), false);
-	if (r == 0 && rc && *rc)
-		r = manifests_put(json_object_get(pod, "spec"), "runtimeClassName",
-				  json_string(rc));
-	return add_pod_and_service(c, pod, svc, r);
-}
-
-/* The agent pod's side of the relay: ~/.ssh files, the socket volume, the sidecar. */
-static int agent_ssh(struct render *c, json_t *pod)
-{
-	const struct up_ssh_keys *k = &c->s->extras->ssh;
-	json_t *spec = json_object_get(pod, "spec"),
-	       *main = manifests_dig(pod, "spec.containers.0");
-	json_t *mounts = json_object_get(main, "volumeMounts"),
-	       *vols = json_object_get(spec, "volumes");
-	json_t *relay = json_deep_copy(c->m->tpl[TPL_SSH_RELAY]);
-	char path[PATH_MAX];
-	int r = relay ? 0 : -ENOMEM;
-
-	if (r == 0)
-		r = env_add(json_object_get(main, "env"), "SSH_AUTH_SOCK", SSH_AUTH_SOCK);
-	if (r == 0)
-		r = manifests_push(vols,
-				   json_pack("{s:s, s:{s:s}}", "name", UP_MANIFEST_SSH_PUB_SECRET,
-					     "secret", "secretName", UP_MANIFEST_SSH_PUB_SECRET));
-	if (r == 0)
-		r = manifests_push(vols,
-				   json_pack("{s:s, s:{s:s, s:s}}", "name", SSH_SOCK_VOLUME,
-					     "emptyDir", "medium", "Memory", "sizeLimit", "8Mi"));
-	/* File by file: ~/.ssh itself stays the agent's, for known_hosts. */
-	for (size_t i = 0; r == 0 && i < k->n_pub; i++) {
-		if ((size_t)snprintf(path, sizeof(path), "%s/.ssh/%s", c->s->home,
-				     k->pub[i].name) >= sizeof(path))
-			return json_decref(relay), -ENAMETOOLONG;
-		r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name",
-						     UP_MANIFEST_SSH_PUB_SECRET, "mountPath", path,
-						     "subPath", k->pub[i].name, "readOnly", 1));
-	}
-	if (r == 0)
-		r = manifests_push(mounts, json_pack("{s:s, s:s}", "name", SSH_SOCK_VOLUME,
-						     "mountPath", SSH_SOCK_DIR));
-	if (r == 0)
-		r = manifests_put(relay, "image", json_string(c->s->agent_image));
-	if (r == 0)
-		r = host_ids(c->s, json_object_get(relay, "securityContext"), false);
-	if (r < 0)
-		return json_decref(relay), r;
-	return manifests_push(json_object_get(spec, "containers"), relay);
-}
-
-static int agent_env(struct render *c, json_t *env)
-{
-	const struct up_session_spec *s = c->s;
-	char uid[16], gid[16];
-	int r;
-
-	(void)snprintf(uid, sizeof(uid), "%u", (unsigned)s->uid);
-	(void)snprintf(gid, sizeof(gid), "%u", (unsigned)s->gid);
-	const struct up_env ours[] = {
-		{"WORKDIR", s->cwd},	    {"USERNAME", s->user},
-		{"UPLINK_SESSION", s->id},  {"UPLINK_UID", uid},
-		{"UPLINK_GID", gid},	    {"UPLINK_HOME", s->home},
-		{"UPLINK_AGENT", s->agent}, {"UPLINK_AGENT_MODE", s->mode ? s->mode : ""},
-	};
-	for (size_t i = 0; i < ELEMENTSOF(ours); i++)
-		if ((r = env_add(env, ours[i].name, ours[i].value)) < 0)
-			return r;
-	if (manifests_has_kube(s->extras) &&
-	    (r = env_add(env, "KUBECONFIG", UP_KUBE_AGENT_CONFIG)) < 0)
-		return r;
-	for (size_t i = 0; i < s->contrib.n_env; i++) {
-		r = env_add(env, s->contrib.env[i].name, s->contrib.env[i].value);
-		if (r == -EEXIST)
-			return manifests_failf(c->err, c->err_len,
-					       "agent env %s would replace uplink's own",
-					       s->contrib.env[i].name);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static json_t *volume_json(const struct up_agent_volume *v)
-{
-	switch (v->kind) {
-	case UP_AGENT_VOL_SECRET:
-		return json_pack("{s:s, s:{s:s}}", "name", v->name, "secret", "secretName",
-				 v->name);
-	case UP_AGENT_VOL_CONFIGMAP:
-		return json_pack("{s:s, s:{s:s}}", "name", v->name, "configMap", "name", v->name);
-	case UP_AGENT_VOL_HOSTPATH:
-		return json_pack("{s:s, s:{s:s, s:s}}", "name", v->name, "hostPath", "path",
-				 v->host_path, "type", v->host_path_type ? v->host_path_type : "");
-	case UP_AGENT_VOL_EMPTYDIR: {
-		json_t *ed = json_object();
-		if (ed && v->medium)
-			(void)json_object_set_new(ed, "medium", json_string(v->medium));
-		if (ed && v->size_limit)
-			(void)json_object_set_new(ed, "sizeLimit", json_string(v->size_limit));
-		return json_pack("{s:s, s:o}", "name", v->name, "emptyDir", ed);
-	}
-	}
-	return NULL;
-}
-
-static int agent_volumes(struct render *c, json_t *volumes, json_t *mounts)
-{
-	for (size_t i = 0; i < c->s->contrib.n_volumes; i++) {
-		const struct up_agent_volume *v = &c->s->contrib.volumes[i];
-		int r = manifests_push(volumes, volume_json(v));
-		if (r == 0 && v->mount_path)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name", v->name,
-							     "mountPath", v->mount_path, "readOnly",
-							     v->read_only));
-		for (size_t j = 0; r == 0 && j < v->n_files; j++)
-			if (v->files[j].mount_path)
-				r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name",
-								     v->name, "mountPath",
-								     v->files[j].mount_path,
-								     "subPath", v->files[j].key,
-								     "readOnly", v->read_only));
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* The git overlay at the include path, and each host mount at its own path (§4.7). */
-static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
-{
-	const struct up_session_extras *x = c->s->extras;
-	char name[32];
-	json_t *v;
-	size_t i;
-	int r = 0;
-
-	if (!x)
-		return 0;
-	if (manifests_has_kube(x)) {
-		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", UP_KUBE_CONFIGMAP,
-						      "configMap", "name", UP_KUBE_CONFIGMAP));
-		if (r == 0)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:b}", "name",
-							     UP_KUBE_CONFIGMAP, "mountPath",
-							     UP_KUBE_AGENT_DIR, "readOnly", 1));
-	}
-	if (r == 0 && x->gitconfig && *x->gitconfig) {
-		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", GIT_SECRET,
-						      "secret", "secretName", GIT_SECRET));
-		if (r == 0)
-			r = manifests_push(mounts, json_pack("{s:s, s:s, s:s, s:b}", "name",
-							     GIT_SECRET, "mountPath", GIT_INCLUDE,
-							     "subPath", GIT_KEY, "readOnly", 1));
-	}
-	if (r == 0 && x->aws_creds_json && x->aws_ini) {
-		char at[4200];
-		(void)snprintf(at, sizeof(at), "%s/.aws/" AWS_AGENT_KEY, c->s->home);
-		r = manifests_push(volumes, json_pack("{s:s, s:{s:s}}", "name", AWS_AGENT_CONFIGMAP,
-						      "configMap", "name", AWS_AGENT_CONFIGMAP));
-		if (r == 0)
-			r = manifests_push(mounts,
-					   json_pack("{s:s, s:s, s:s, s:b}", "name",
-						     AWS_AGENT_CONFIGMAP, "mountPath", at,
-						     "subPath", AWS_AGENT_KEY, "readOnly", 1));
-	}
-	json_array_foreach (x->mounts, i, v) {
-		const char *path = json_string_value(json_object_get(v, "path"));
-		bool dir = json_is_true(json_object_get(v, "dir"));
-		(void)snprintf(name, sizeof(name), MOUNT_PREFIX "%zu", i);
-		if (r == 0)
-			r = manifests_push(volumes, json_pack("{s:s, s:{s:s, s:s}}", "name", name,
-							      "hostPath", "path", path, "type",
-							      dir ? "Directory" : "File"));
-		if (r == 0)
-			r = manifests_push(
-				mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath",
-						  path, "readOnly",
-						  json_is_true(json_object_get(v, "read_only"))));
-	}
-	return r;
-}
-
-static int agent_pod_fill(struct render *c, json_t *pod)
-{
-	const struct up_session_spec *s = c->s;
-	json_t *spec = json_object_get(pod, "spec"),
-	       *main = manifests_dig(pod, "spec.containers.0");
-	const char *rc =
-		s->agent_runtime_class ? s->agent_runtime_class : UP_AGENT_RUNTIME_CLASS_DEFAULT;
-	int r;
-
-	if ((r = agent_env(c, json_object_get(main, "env"))) < 0)
-		return r;
-	if ((r = agent_volumes(c, json_object_get(spec, "volumes"),
-			       json_object_get(main, "volumeMounts"))) < 0)
-		return r;
-	if ((r = extras_volumes(c, json_object_get(spec, "volumes"),
-				json_object_get(main, "volumeMounts"))) < 0)
-		return r;
-	if (manifests_put(main, "image", json_string(s->agent_image)) < 0 ||
-	    (s->contrib.entrypoint &&
-	     manifests_put(main, "command", strv(s->contrib.entrypoint)) < 0) ||
-	    (s->contrib.command && manifests_put(main, "args", strv(s->contrib.command)) < 0) ||
-	    manifests_put(json_object_get(main, "resources"), "limits",
-			  json_pack("{s:s}", "memory",
-				    s->contrib.memory_limit ? s->contrib.memory_limit
-							    : UP_AGENT_MEMORY_LIMIT_DEFAULT)) < 0 ||
-	    manifests_put(spec, "securityContext",
-			  json_pack("{s:I}", "fsGroup", (json_int_t)s->gid)) < 0 ||
-	    (*rc && manifests_put(spec, "runtimeClassName", json_string(rc)) < 0))
-		return -ENOMEM;
-	if (manifests_has_ssh(s) && (r = agent_ssh(c, pod)) < 0)
-		return r == -EEXIST ? manifests_failf(c->err, c->err_len,
-						      "agent env SSH_AUTH_SOCK would replace "
-						      "uplink's own")
-				    : r;
-	if (s->asked.allow_dns) { /* back to the cluster's DNS */
-		(void)json_object_del(spec, "dnsPolicy");
-		(void)json_object_del(spec, "dnsConfig");
-	}
-	return 0;
-}
-
-static int render_agent(struct render *c)
-{
-	json_t *pod = object(c, TPL_AGENT_POD, "agent");
-	int r = pod ? agent_pod_fill(c, pod) : -ENOMEM;
-
-	if (r < 0)
-		return json_decref(pod), r;
-	if ((r = add(c, pod)) < 0)
-		return r;
-	if (c->s->mitm_cluster_ip &&
-	    (r = up_manifests_set_mitm_ip(c->objects, c->s->mitm_cluster_ip, c->err, c->err_len)) <
-		    0)
-		return r;
-	if (c->s->ssh_agent_cluster_ip && manifests_has_ssh(c->s))
-		return up_manifests_set_ssh_agent_ip(c->objects, c->s->ssh_agent_cluster_ip, c->err,
-						     c->err_len);
-	return 0;
+		r = manifests_set_option(manifests_dig(pod, "spec.containers.0.args"),
+					 "uplink_ask=true");
+	return manifests_add_pod_and_service(c, pod, svc, r);
 }
 
 int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
@@ -803,9 +528,9 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 	if (r == 0)
 		r = render_mitm(&c);
 	if (r == 0 && manifests_has_ssh(spec))
-		r = render_ssh_agent(&c);
+		r = manifests_render_ssh_agent(&c);
 	if (r == 0)
-		r = render_agent(&c);
+		r = manifests_render_agent(&c);
 	if (r < 0) {
 		json_decref(c.objects);
 		if (err_len && !err[0])
