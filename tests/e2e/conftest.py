@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from localcluster import LocalCluster, unavailable  # noqa: E402
+from localcluster import FAKES, LocalCluster, unavailable  # noqa: E402
 from uplinktest import sanitized  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def cluster():
                     "the sanitizers see the same code in tests/integration)")
     tmp = Path(tempfile.mkdtemp(prefix="uple2e-", dir="/tmp"))
     tmp.chmod(0o755)      # the user's uplinkd reads the test CA here
-    lc = LocalCluster(tmp).start()
+    lc = LocalCluster(tmp, fakes=FAKES).start()
     yield lc
     lc.stop()
     shutil.rmtree(tmp, ignore_errors=True)

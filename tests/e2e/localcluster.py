@@ -33,6 +33,19 @@ UPSTREAM_HOSTS = ("api.anthropic.com", "console.anthropic.com", "platform.claude
 ANSWER = "The fake upstream says: blue-harbor-42"
 # what the fake token endpoint grants (-N for the Nth grant), each for 200 s
 RENEWED = "sk-ant-oat01-UPLINK-E2E-RENEWED-" + "7" * 24
+# The other agents' vendor APIs, each a fake of its own beside fake_upstream.py (LocalCluster's
+# `fakes`): the one local cluster of a test run serves every agent's tests.
+OPENAI_ANSWER = "The fake OpenAI says: amber-lighthouse-7"
+OPENAI_ACCOUNT = "acct-uplink-e2e-1"
+OPENAI_HOSTS = ("chatgpt.com", "api.openai.com", "auth.openai.com")
+GEMINI_ANSWER = "The fake Gemini says: green-lantern-7"
+GOOGLE_HOSTS = ("cloudcode-pa.googleapis.com", "generativelanguage.googleapis.com",
+                "oauth2.googleapis.com", "www.googleapis.com", "play.googleapis.com")
+FAKES = {
+    "openai": ("fake_openai.py", OPENAI_HOSTS,
+               ["--answer", OPENAI_ANSWER, "--account-id", OPENAI_ACCOUNT]),
+    "gemini": ("fake_gemini.py", GOOGLE_HOSTS, ["--answer", GEMINI_ANSWER]),
+}
 LABEL = "uplink-e2e"
 MITM_IMAGE = "uplink-test/mitmproxy:8"
 REGISTRY_DATA = "/var/lib/agent-uplink-registry"     # manifests/registry-deployment.yaml

@@ -6,7 +6,7 @@ upstream, which had not seen it before."""
 import json
 import threading
 
-from test_local_cluster import cluster, daemon, in_agent, run_detached, uplink  # noqa: F401
+from test_local_cluster import daemon, in_agent, run_detached, uplink  # noqa: F401
 from uplinktest import wait_for
 
 

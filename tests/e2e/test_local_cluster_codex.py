@@ -1,12 +1,12 @@
-"""`uplink run codex` for real on the local cluster (localcluster.py): the real uplinkd and
-client, the codex image built from npm by the daemon, the real codex CLI behind the real
-mitmproxy with the real addon, answered by fake_openai.py standing in for chatgpt.com,
-api.openai.com and auth.openai.com. Skipped, with the reason, where docker or debootstrap
+"""`uplink run codex` for real on the local cluster (localcluster.py, the one cluster of the
+run: conftest.py): the real uplinkd and client, the codex image built from npm by the daemon,
+the real codex CLI behind the real mitmproxy with the real addon, answered by fake_openai.py
+(the cluster's fake "openai") standing in for chatgpt.com, api.openai.com and
+auth.openai.com. Skipped, with the reason, where docker or debootstrap
 are missing."""
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 
-import localcluster
-from localcluster import HERE, LocalCluster, unavailable
-from test_local_cluster import (AS_USER, UID, agent_containers, end_daemon, run_in_pty, uplink,
+from localcluster import HERE, OPENAI_ACCOUNT, OPENAI_ANSWER
+from test_local_cluster import (UID, agent_containers, end_daemon, run_in_pty, uplink,
                                 user_daemon)
-from uplinktest import sanitized, wait_for
+from uplinktest import wait_for
 
-HOSTS = ("chatgpt.com", "api.openai.com", "auth.openai.com", "denied.example")
-ANSWER = "The fake OpenAI says: amber-lighthouse-7"
-ACCOUNT = "acct-uplink-e2e-1"
+ANSWER = OPENAI_ANSWER
+ACCOUNT = OPENAI_ACCOUNT
 REFRESH = "uplink-e2e-codex-refresh-" + "8" * 24
 RENEWED = "uplink-e2e-codex-renewed-" + "9" * 16
 MITM = ["--mitmproxy-image", "uplink-test/mitmproxy:8"]
@@ -40,55 +38,6 @@ def jwt(claims, sig):
 ACCESS = jwt({"exp": int(time.time()) + 30 * 86400, "e2e": "real"},
              "uplink-e2e-codex-access-" + "7" * 24)
 SECRETS = (ACCESS.rsplit(".", 1)[1], REFRESH)
-
-
-class OpenAICluster(LocalCluster):
-    """The local cluster with fake_openai.py as its upstream, under OpenAI's names."""
-
-    def _start_upstream(self):
-        d = self.tmp / "upstream"
-        d.mkdir(parents=True)
-        os.chmod(d, 0o777)
-        self.ca_cert, crt, key = localcluster._test_ca(d)
-        self.requests_path = d / "requests.jsonl"
-        self.upstream = "uplink-e2e-upstream-%s" % self.instance
-        self.docker("run", "-d", "--name", self.upstream, "--label", localcluster.LABEL,
-                    "--network", self.egress, "--ip", self.upstream_ip, "--user", "1000:1000",
-                    "--cap-add", "NET_BIND_SERVICE", "-v", "%s:/e2e:ro" % HERE,
-                    "-v", "%s:/state" % d, localcluster.MITM_IMAGE, "python3",
-                    "/e2e/fake_openai.py", "--cert", "/state/up.crt", "--key",
-                    "/state/up.key", "--state", "/state", "--answer", ANSWER,
-                    "--account-id", ACCOUNT)
-        logs = subprocess.Popen(["docker", "logs", "-f", self.upstream],
-                                env=localcluster._docker_env(self.docker_host),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            for line in logs.stdout:
-                if line.startswith("fake openai listening"):
-                    return
-            raise RuntimeError("fake_openai did not start: %s" %
-                               self.docker("logs", self.upstream, check=False).stdout)
-        finally:
-            logs.kill()
-            logs.wait()
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    why = unavailable()
-    if why:
-        pytest.skip("no local cluster: " + why)
-    if sanitized():
-        pytest.skip("the local cluster runs with the normal build only")
-    saved = localcluster.UPSTREAM_HOSTS
-    localcluster.UPSTREAM_HOSTS = HOSTS      # the test CA's names and the egress hosts
-    tmp = Path(tempfile.mkdtemp(prefix="uple2e-", dir="/tmp"))
-    tmp.chmod(0o755)
-    lc = OpenAICluster(tmp).start()
-    yield lc
-    lc.stop()
-    localcluster.UPSTREAM_HOSTS = saved
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def codex_daemon(cluster, access=ACCESS, extra_env=None, **kw):
@@ -114,7 +63,7 @@ def daemon(cluster):
 
 
 def responses(cluster):
-    return [r for r in cluster.requests() if r["path"] == "/backend-api/codex/responses"
+    return [r for r in cluster.requests("openai") if r["path"] == "/backend-api/codex/responses"
             and r["method"] == "POST"]
 
 
@@ -125,11 +74,11 @@ def test_codex_exec_answers_through_the_mitm(cluster, daemon):
     assert ANSWER in screen, (rc, screen[-4000:], daemon.logs()[-3000:])
     assert rc == 0, screen[-3000:]
     turns = responses(cluster)
-    assert turns, cluster.requests()[-10:]
+    assert turns, cluster.requests("openai")[-10:]
     # the real token and account, injected by the mitm, never the pod's placeholders
     assert all(r["authorization"] == "Bearer " + ACCESS and r["chatgpt-account-id"] == ACCOUNT
                for r in turns), turns
-    assert all(r["authorization"] in (None, "Bearer " + ACCESS) for r in cluster.requests()
+    assert all(r["authorization"] in (None, "Bearer " + ACCESS) for r in cluster.requests("openai")
                if r["host"] == "chatgpt.com")
 
 

@@ -16,35 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import HERE, LocalCluster, unavailable
+from localcluster import GEMINI_ANSWER, HERE
 from test_local_cluster import (UID, agent_containers, dump, end_daemon, run_in_pty, uplink,
                                 user_daemon)
-from uplinktest import sanitized, wait_for
+from uplinktest import wait_for
 
-ANSWER = "The fake Gemini says: green-lantern-7"
-GOOGLE_HOSTS = ("cloudcode-pa.googleapis.com", "generativelanguage.googleapis.com",
-                "oauth2.googleapis.com", "www.googleapis.com", "play.googleapis.com")
+ANSWER = GEMINI_ANSWER
 TOKEN = "ya29.UPLINK-E2E-REAL-" + "5" * 24
 REFRESH = "1//UPLINK-E2E-REAL-" + "6" * 24
 KEY = "AIzaUPLINK-E2E-REAL-KEY-" + "4" * 16
 RENEWED = "ya29.UPLINK-E2E-RENEWED-" + "7" * 16
 MITM = ["--mitmproxy-image", "uplink-test/mitmproxy:8"]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    why = unavailable()
-    if why:
-        pytest.skip("no local cluster: " + why)
-    if sanitized():
-        pytest.skip("the local cluster runs with the normal build only")
-    tmp = Path(tempfile.mkdtemp(prefix="uple2eg-", dir="/tmp"))
-    tmp.chmod(0o755)
-    lc = LocalCluster(tmp, fakes={"gemini": ("fake_gemini.py", GOOGLE_HOSTS,
-                                             ["--answer", ANSWER])}).start()
-    yield lc
-    lc.stop()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def gemini_daemon(cluster, extra_env=None, expires_in_s=30 * 86400,

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from localcluster import ANSWER
-from test_local_cluster import (AS_USER, UID, agent_containers, cluster, dump,  # noqa: F401
+from test_local_cluster import (AS_USER, UID, agent_containers, dump,  # noqa: F401
                                 end_daemon, run_in_pty, uplink, user_daemon)
 from uplinktest import TokenServer, uplink_bin, wait_for
 
