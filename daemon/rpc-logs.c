@@ -129,24 +129,37 @@ static void on_logs_cancelled(struct up_request *req, void *ud)
 	logs_job_free(j);
 }
 
-int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
+struct up_session *up_rpc_audit_session(struct up_request *req, void *userdata, const char *id,
+					char *path, size_t len, int *r)
 {
-	struct up_logs_params *p = params;
-	struct up_session *s = up_sessions_find(up_manager_sessions(userdata), p->id);
-	char path[PATH_MAX];
-	struct logs_job *j;
-	int r;
+	struct up_session *s = up_sessions_find(up_manager_sessions(userdata), id);
 
+	*r = 0;
 	if (!s) {
 		up_request_errorf(
 			req, UP_ERR_SESSION_NOT_FOUND,
 			"no session '%s' (uplink list --all shows them; ids are 12 hex digits "
 			"or the namespace name)",
-			p->id);
-		return 0;
+			id);
+		return NULL;
 	}
-	if (up_session_audit_path(s, path, sizeof(path)) < 0)
-		return -ENAMETOOLONG;
+	if (up_session_audit_path(s, path, len) < 0) {
+		*r = -ENAMETOOLONG;
+		return NULL;
+	}
+	return s;
+}
+
+int up_rpc_session_logs(struct up_request *req, void *params, void *userdata)
+{
+	struct up_logs_params *p = params;
+	char path[PATH_MAX];
+	struct logs_job *j;
+	int r;
+	struct up_session *s = up_rpc_audit_session(req, userdata, p->id, path, sizeof(path), &r);
+
+	if (!s)
+		return r;
 	j = calloc(1, sizeof(*j));
 	if (!j || !(j->early = json_array())) {
 		free(j);

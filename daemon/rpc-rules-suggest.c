@@ -12,6 +12,7 @@
 
 #include "bounds.h"
 #include "manager.h"
+#include "rpc-logs.h"
 #include "rules-suggest.h"
 #include "session-audit.h"
 #include "session.h"
@@ -122,21 +123,13 @@ int up_rpc_rules_suggest(struct up_request *req, void *params, void *userdata)
 {
 	struct up_suggest_params *p = params;
 	struct up_sessions *all = up_manager_sessions(userdata);
-	struct up_session *s = up_sessions_find(all, p->id);
 	char path[PATH_MAX];
 	struct suggest_job *j;
 	int r;
+	struct up_session *s = up_rpc_audit_session(req, userdata, p->id, path, sizeof(path), &r);
 
-	if (!s) {
-		up_request_errorf(
-			req, UP_ERR_SESSION_NOT_FOUND,
-			"no session '%s' (uplink list --all shows them; ids are 12 hex digits "
-			"or the namespace name)",
-			p->id);
-		return 0;
-	}
-	if (up_session_audit_path(s, path, sizeof(path)) < 0)
-		return -ENAMETOOLONG;
+	if (!s)
+		return r;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
