@@ -336,8 +336,8 @@ static json_t *auth_rule(const char *name, const char *hosts, const char *path,
 /* "Bearer <token>" as a new JSON string; the C copy is wiped. */
 static json_t *bearer(const char *token)
 {
-	size_t n = strlen("Bearer ") + strlen(token) + 1;
-	char *v = malloc(n);
+	size_t n = strlen("Bearer ") + (token ? strlen(token) : 0) + 1;
+	char *v = token ? malloc(n) : NULL;
 	json_t *s;
 
 	if (!v)
