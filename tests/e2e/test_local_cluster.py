@@ -160,14 +160,32 @@ def agent_containers(cluster, sid):
                           % sid).stdout.split()
 
 
+def wait_agent_user(cluster, cid):
+    """--detach returns once the pod runs, while its entrypoint may still be renaming the
+    image's uid 1000 to the user (usermod refuses while a process of that uid runs, and an
+    exec as uid 1000 before it sees the image's user and home): wait for the user, then for
+    the agent's tmux session (asked as root), before running anything as the user."""
+    import pwd
+    user = pwd.getpwuid(UID).pw_name
+
+    def ready():
+        r = cluster.docker("exec", cid, "getent", "passwd", str(UID), check=False)
+        return r.stdout.startswith(user + ":") and cluster.docker(
+            "exec", cid, "tmux", "-S", "/run/uplink/tmux.sock", "has-session", "-t", "uplink",
+            check=False).returncode == 0
+    wait_for(ready, timeout=120, what="the agent's user and tmux session")
+
+
 def run_detached(cluster, daemon, *args):
-    """`uplink run claude --detach ARGS`: (session id, agent container)."""
+    """`uplink run claude --detach ARGS`: (session id, agent container), once the agent runs
+    as the user."""
     r = uplink(daemon, "run", "claude", "--detach", "--mitmproxy-image", "uplink-test/mitmproxy:8",
                "--mitm-ca-cert", str(cluster.ca_cert), *args, timeout=900)
     assert r.returncode == 0, (r.stderr, daemon.logs()[-3000:])
     sid = r.stdout.strip()
     ids = agent_containers(cluster, sid)
     assert len(ids) == 1, ids
+    wait_agent_user(cluster, ids[0])
     return sid, ids[0]
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from localcluster import HERE, OPENAI_ACCOUNT, OPENAI_ANSWER
 from test_local_cluster import (UID, agent_containers, end_daemon, run_in_pty, uplink,
-                                user_daemon)
+                                user_daemon, wait_agent_user)
 from uplinktest import wait_for
 
 ANSWER = OPENAI_ANSWER
@@ -135,6 +135,7 @@ def test_token_refresh_reaches_the_running_agent(cluster, renewing):
     assert r.returncode == 0, (r.stderr, renewing.logs()[-3000:])
     sid = r.stdout.strip()
     cid = agent_containers(cluster, sid)[0]
+    wait_agent_user(cluster, cid)
     curl = ("curl -s -X POST -H 'content-type: application/json' -d '{\"stream\":true}' "
             "https://chatgpt.com/backend-api/codex/responses")
     try:
@@ -170,6 +171,7 @@ def test_no_real_token_in_the_agent_container(cluster, daemon):
     assert r.returncode == 0, (r.stderr, daemon.logs()[-3000:])
     sid = r.stdout.strip()
     cid = agent_containers(cluster, sid)[0]
+    wait_agent_user(cluster, cid)
     try:
         r = cluster.docker("exec", "-u", str(UID), cid, "sh", "-c",
                            "jq -c . ~/.codex/auth.json; cat /proc/[0-9]*/environ 2>/dev/null | "
