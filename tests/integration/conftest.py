@@ -1,6 +1,8 @@
+import errno
 import http.server
 import os
 import sys
+import socket
 import threading
 from pathlib import Path
 
@@ -74,15 +76,27 @@ def registry_5000():
     """The registry stand-in where the in-cluster one would answer: localhost:5000."""
     Registry.present = set()
     Registry.heads = []
+    # "localhost" may be ::1 first: hold [::1]:5000 too (bound, not listening: a connection
+    # there is refused and the client falls back to 127.0.0.1), or another registry
+    # listening on IPv6 (a local cluster's) would answer instead of this one
+    v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    try:
+        v6.bind(("::1", 5000))
+    except OSError as e:
+        v6.close()
+        if e.errno == errno.EADDRINUSE:
+            pytest.skip(f"[::1]:5000 is taken here ({e}); the in-cluster registry test needs it")
     try:
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 5000), Registry)
     except OSError as e:
+        v6.close()
         pytest.skip(f"127.0.0.1:5000 is taken here ({e}); the in-cluster registry test needs it")
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
     srv.shutdown()
     srv.server_close()
+    v6.close()
 
 
 @pytest.fixture
