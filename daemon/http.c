@@ -348,6 +348,14 @@ static int set_tls(CURL *e, const struct up_http_tls *tls)
 
 	if (!tls)
 		return 0;
+#if LIBCURL_VERSION_NUM >= 0x075700
+	/* No CA store cached across connections: libcurl (7.87+) keeps the store it built for
+	 * later connections of the multi handle, while each API server here has a CA blob of
+	 * its own; an intermittent "unable to get local issuer certificate" against fakekube
+	 * was seen under load, and a store per connection rules the cache out. A blob is a few
+	 * certificates: parsing it per connection costs nothing that matters. */
+	(void)curl_easy_setopt(e, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
 	/* Each PEM given, as a blob curl copies; the client's certificate and key say so. */
 	const struct {
 		const char *pem;
