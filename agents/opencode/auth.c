@@ -4,6 +4,7 @@
  * refreshed when it is near its expiry and written back as opencode writes it, the auth
  * rule that makes the mitm inject the real credential, and the pod's fake auth.json.
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,36 +124,20 @@ static int parse_entry(struct entry *e, char *err, size_t len)
 
 /* ---------------------------------------------------------------- refresh */
 
-/* application/x-www-form-urlencoded: every byte but [-._~A-Za-z0-9] as %XX. */
-static char *form_escape(const char *s)
-{
-	static const char safe[] = "-._~ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-				   "0123456789";
-	char *out = malloc(3 * strlen(s) + 1), *o = out;
-
-	for (; out && *s; s++) {
-		if (strchr(safe, *s))
-			*o++ = *s;
-		else
-			o += sprintf(o, "%%%02X", (unsigned char)*s);
-	}
-	if (out)
-		*o = '\0';
-	return out;
-}
-
 static char *request_body(const struct entry *e)
 {
 	json_t *req;
 	char *s = NULL, *rt;
 
 	if (e->pv->form) {
-		if (!(rt = form_escape(e->refresh)))
+		/* application/x-www-form-urlencoded, as libcurl escapes it */
+		if (!(rt = curl_easy_escape(NULL, e->refresh, 0)))
 			return NULL;
 		if (asprintf(&s, "grant_type=refresh_token&refresh_token=%s&client_id=%s", rt,
 			     e->pv->client_id) < 0)
 			s = NULL;
-		up_free_secret(rt, strlen(rt));
+		explicit_bzero(rt, strlen(rt));
+		curl_free(rt);
 		return s;
 	}
 	req = json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token",
