@@ -15,7 +15,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from localcluster import FAKES, LocalCluster, unavailable  # noqa: E402
-from uplinktest import sanitized  # noqa: E402
+from uplinktest import bound_tests, sanitized  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    bound_tests(config, items)
 
 
 class LiveCluster:

@@ -18,7 +18,7 @@ import pytest
 from localcluster import HERE, OPENAI_ACCOUNT, OPENAI_ANSWER
 from test_local_cluster import (UID, agent_containers, end_daemon, run_in_pty, uplink,
                                 user_daemon, wait_agent_user)
-from uplinktest import wait_for
+from uplinktest import read_line, wait_for
 
 ANSWER = OPENAI_ANSWER
 ACCOUNT = OPENAI_ACCOUNT
@@ -107,7 +107,7 @@ def renewing(cluster):
          "--port", "0", "--state", str(state), "--answer", "-", "--account-id", ACCOUNT,
          "--renewed-token", RENEWED, "--expires-in", "200"],
         stdout=subprocess.PIPE, text=True)
-    port = int(token.stdout.readline().split()[-1])
+    port = int(read_line(token, token.stdout, "fake_openai.py's port").split()[-1])
     d = codex_daemon(cluster, access=jwt({"exp": int(time.time()) + 200}, "near-" + "7" * 24),
                      extra_env={"UPLINK_DEBUG_TIME_DIVISOR": "60",
                                 "UPLINK_OPENAI_TOKEN_URL": "http://127.0.0.1:%d/oauth/token"

@@ -19,7 +19,7 @@ import pytest
 from localcluster import GEMINI_ANSWER, HERE
 from test_local_cluster import (UID, agent_containers, dump, end_daemon, run_in_pty, uplink,
                                 user_daemon)
-from uplinktest import wait_for
+from uplinktest import read_line, wait_for
 
 ANSWER = GEMINI_ANSWER
 TOKEN = "ya29.UPLINK-E2E-REAL-" + "5" * 24
@@ -172,7 +172,7 @@ def token_endpoint():
     p = subprocess.Popen(["/usr/bin/python3", str(HERE / "fake_gemini.py"), "--state", str(d),
                           "--host", "127.0.0.1", "--port", "0", "--renewed-token", RENEWED],
                          stdout=subprocess.PIPE, text=True)
-    port = int(p.stdout.readline().rsplit(" ", 1)[1])
+    port = int(read_line(p, p.stdout, "fake_gemini.py's port").rsplit(" ", 1)[1])
     yield "http://127.0.0.1:%d/token" % port, d / "requests.jsonl"
     p.terminate()
     p.wait(30)

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from uplinktest import ROOT, Daemon, Env, Registry, uplink_bin, uplinkd_bin  # noqa: E402
+from uplinktest import ROOT, Daemon, Env, Registry, bound_tests, uplink_bin, uplinkd_bin  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "fakekube"))
 
@@ -18,6 +18,10 @@ sys.path.insert(0, str(ROOT / "tests" / "fakekube"))
 # Sanitizer findings must fail a run here as they do in CI, not scroll past in a log.
 os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
 os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+
+
+def pytest_collection_modifyitems(config, items):
+    bound_tests(config, items)
 
 
 def pytest_configure(config):

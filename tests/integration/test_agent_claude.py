@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from uplinktest import ROOT, Daemon, TokenServer, build_dir, wait_for
+from uplinktest import ROOT, Daemon, Lines, TokenServer, build_dir, wait_for
 
 FIXTURES = ROOT / "tests" / "data" / "agents" / "claude"
 CONTEXT = ROOT / "agents" / "claude"
@@ -452,7 +452,7 @@ def test_entrypoint_attach_waits_for_the_session(entry):
     flag = session_tmux(entry)
     p = subprocess.Popen([str(COMMON / "entrypoint.sh"), "--attach"], env=entry.env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert "waiting for the agent to start" in p.stderr.readline()
+    assert "waiting for the agent to start" in Lines(p, p.stderr).next("the wait to be said")
     assert not any("attach-session" in c for c in entry.log())
     flag.write_text("")
     assert p.wait(timeout=30) == 0

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from uplinktest import Rpc, wait_for
+from uplinktest import Lines, Rpc, wait_for
 
 CLIENTS = 200
 REQUESTS = 50
@@ -66,7 +66,7 @@ def test_clients_killed_mid_request(daemon):
                              stdout=subprocess.PIPE, text=True)
         procs.append(p)
     for p in procs:
-        assert p.stdout.readline().strip() == "ready"
+        assert Lines(p, p.stdout).next("the client to connect").strip() == "ready"
     for p in procs:
         p.send_signal(signal.SIGKILL)
         p.wait()

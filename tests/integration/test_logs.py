@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from uplinktest import Rpc, run_detached, uplink_bin, wait_for
+from uplinktest import Lines, Rpc, run_detached, uplink_bin, wait_for
 
 
 def audit(decision, method, host, path, rule, status, ts="2026-11-29T09:02:13.031Z"):
@@ -91,11 +91,12 @@ def test_follow_gets_new_lines_until_the_session_ends(running):
     e.pop("UPLINK_DEBUG", None)
     p = subprocess.Popen([uplink_bin(), "logs", sid, "--follow", "--json"], env=e,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = Lines(p, p.stdout)
     try:
-        assert p.stdout.readline().strip() == ALLOW
-        assert p.stdout.readline().strip() == DENY
+        assert out.next("the first line").strip() == ALLOW
+        assert out.next("the second line").strip() == DENY
         env.fk.pod_log(ns, "mitm", "noise\n" + REFUSED + "\n", container="mitm")
-        assert p.stdout.readline().strip() == REFUSED
+        assert out.next("the line written while following").strip() == REFUSED
         # a dropped stream is reopened; what the log replays is not written twice
         env.fk.cut_watches()
         # what follows goes to the reopened stream (or the log it replays), whenever it opens
@@ -103,7 +104,7 @@ def test_follow_gets_new_lines_until_the_session_ends(running):
         later = audit("allow", "GET", "api.anthropic.com", "/v1/later", "claude-api", 200,
                       ts="2026-11-29T09:03:00.000Z")
         env.fk.pod_log(ns, "mitm", later + "\n", container="mitm")
-        assert p.stdout.readline().strip() == later
+        assert out.next("the line after the stream was reopened").strip() == later
         wait_for(lambda: len(file_lines(env, sid)) == 4, timeout=10, what="four lines")
         assert file_lines(env, sid) == [ALLOW, DENY, REFUSED, later]
         assert "the mitm log stream ended" in env.daemon.logs()  # it was reopened
@@ -149,7 +150,7 @@ def test_follow_client_leaving_is_forgotten(running):
     e.pop("UPLINK_DEBUG", None)
     p = subprocess.Popen([uplink_bin(), "logs", sid, "-f"], env=e, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    assert "allow" in p.stdout.readline()
+    assert "allow" in Lines(p, p.stdout).next("the first line")
     p.kill()
     p.wait()
     env.fk.pod_log(ns, "mitm", REFUSED + "\n", container="mitm")

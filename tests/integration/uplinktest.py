@@ -67,6 +67,22 @@ def sanitized():
 SLOW = float(os.environ.get("UPLINK_TEST_SLOW", "3"))
 
 
+# Every test's whole run (setup and teardown included) is bounded when pytest-timeout is
+# there (CI installs it): a hang is one failed test with its stacks printed, not a CI run
+# cut off with nothing said. The e2e tests' first one builds the local cluster's images.
+TEST_TIMEOUT = {"integration": 600, "e2e": 2400}
+
+
+def bound_tests(config, items):
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    import pytest
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            kind = "e2e" if "/tests/e2e/" in str(item.fspath) else "integration"
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT[kind]))
+
+
 def wait_for(pred, timeout=10.0, what="condition"):
     deadline = time.monotonic() + timeout * SLOW
     while time.monotonic() < deadline:
@@ -93,6 +109,29 @@ def read_line(proc, stream, what, timeout=30.0):
                 raise AssertionError(f"{what}: the process exited ({proc.wait()}) first")
             buf += chunk
     return buf.split(b"\n", 1)[0].decode()
+
+
+class Lines:
+    """Successive lines a child prints on a pipe, each waited for with a deadline: a test
+    that reads a stream fails with what it waited for instead of hanging the whole run."""
+
+    def __init__(self, proc, stream):
+        self.proc, self.stream, self.buf = proc, stream, b""
+
+    def next(self, what="a line", timeout=30.0):
+        deadline = time.monotonic() + timeout * SLOW
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.stream, selectors.EVENT_READ)
+            while b"\n" not in self.buf:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise AssertionError(f"timed out after {timeout * SLOW:g}s waiting for {what}")
+                chunk = os.read(self.stream.fileno(), 4096)
+                if not chunk:
+                    raise AssertionError(f"{what}: the process exited ({self.proc.wait()}) first")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode() + "\n"
 
 
 def start_dbus_daemon(*args, env=None):
