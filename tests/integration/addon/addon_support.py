@@ -203,14 +203,19 @@ class Echo:
 
     def _context(self, pem):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        with tempfile.NamedTemporaryFile(suffix=".pem") as f:
-            f.write(pem)
-            f.flush()
-            ctx.load_cert_chain(f.name)
+        # ssl loads a key and certificate from a file only: one in the test's own folder,
+        # gone once loaded (the SNI callback runs this; a failure here is a handshake alert)
+        fd, name = tempfile.mkstemp(suffix=".pem", dir=self.pki.root)
+        try:
+            os.write(fd, pem)
+            os.close(fd)
+            ctx.load_cert_chain(name)
+        finally:
+            os.unlink(name)
         # OpenSSL keeps the first context's verify mode after an SNI switch, so every
         # context asks for an optional client certificate and the test checks its name.
         ctx.verify_mode = ssl.CERT_OPTIONAL
-        ctx.load_verify_locations(str(self.pki.client_ca))
+        ctx.load_verify_locations(cadata=self.pki.client.pem.decode())
         ctx.sni_callback = self._sni
         return ctx
 
