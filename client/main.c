@@ -45,6 +45,12 @@ static const struct up_option logs_options[] = {
 };
 static const struct up_option approve_options[] = {
 	{"session", 0, NULL, "also allow what is like it for the rest of the session", NULL},
+	{"save", 0, NULL,
+	 "as --session, and save the rule to your own rules file\n"
+	 "(~/.config/uplink/rules.yaml, which every session loads)",
+	 NULL},
+	{"save-to", 0, "FILE", "as --save, to FILE (a project's file only once it is trusted)",
+	 NULL},
 	OPT_JSON_ANSWER,
 	{0},
 };
@@ -139,12 +145,17 @@ const struct up_command up_commands[] = {
 	 "A session started with --ask holds each request no rule allows (the agent waits, up\n"
 	 "to 60 s) until you decide; identical requests share one line. IDs are SESSION-N.\n\n",
 	 "", json_options, 10},
-	{"approve", up_cmd_approve, "Let a waiting request through.", "ID [--session] [--json]",
+	{"approve", up_cmd_approve, "Let a waiting request through.",
+	 "ID [--session | --save | --save-to FILE] [--json]",
 	 "Without --session only the request (and identical ones waiting with it) goes, as the\n"
 	 "agent sent it: no credential is added. --session adds the rule shown first to the\n"
 	 "session's own layer: the exact host, the method and the path's stable prefix (up to\n"
-	 "two leading segments, stopping before one that looks like an id), any query.\n\n",
-	 "", approve_options, 10},
+	 "two leading segments, stopping before one that looks like an id), any query.\n"
+	 "--save also appends that rule, commented with the date and session, to the end of\n"
+	 "the rules: list of your own rules file (or of FILE with --save-to); the request\n"
+	 "waits on if the file cannot take it. A file inside a project (a folder above it\n"
+	 "holds .git or .uplink.yaml) is written only if uplink trust holds it as it is.\n\n",
+	 "", approve_options, 16},
 	{"deny", up_cmd_deny, "Refuse a waiting request.", "ID [--json]",
 	 "The agent gets the 403 JSON with \"asked\": true, \"answer\": \"denied\".\n\n", "",
 	 json_options, 10},

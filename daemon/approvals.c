@@ -16,6 +16,7 @@
 #include "params.h"
 #include "rpc-logs.h"
 #include "rpc.h"
+#include "rules-save.h"
 #include "session-private.h"
 #include "session.h"
 
@@ -35,7 +36,7 @@ struct up_approvals {
 
 static const char *const answer_decision[] = {
 	[UP_NOTIFY_ALLOW_ONCE] = "once", [UP_NOTIFY_ALLOW_SESSION] = "session",
-	[UP_NOTIFY_ALWAYS] = "session", /* saving to a file is uplink approve's (README) */
+	[UP_NOTIFY_ALWAYS] = "session", /* after the rule is saved (always_saved()) */
 	[UP_NOTIFY_DENY] = "deny",	 [UP_NOTIFY_NO_ANSWER] = NULL,
 };
 
@@ -67,33 +68,85 @@ static void answer_sent(int r, long http_status, json_t *reply, const char *err,
 			    up_session_id(a->s), http_status, err ? err : "no answer");
 }
 
-static void answered(enum up_notify_answer ans, void *userdata)
+/* Sends `decision` on request `n` (with the rule for "session"), the notification's answer. */
+static void send_answer(struct up_approvals *a, const char *n, const char *decision,
+			const json_t *rule)
 {
-	struct up_approvals *a = userdata;
-	const char *decision = ans <= UP_NOTIFY_NO_ANSWER ? answer_decision[ans] : NULL;
-	json_t *body, *e;
+	json_t *body = json_pack("{s:s}", "decision", decision);
 	char path[64];
-	size_t i;
 
-	a->question = NULL;
-	if (!decision || a->answer)
+	if (a->answer) {
+		log_warning("Session %s: an answer to request %s from the notification is still on "
+			    "its way; uplink approve %s-%s decides this one",
+			    up_session_id(a->s), n, up_session_id(a->s), n);
+		json_decref(body);
 		return;
-	body = json_pack("{s:s}", "decision", decision);
-	json_array_foreach (a->held, i, e)
-		if (body && !strcmp(decision, "session") &&
-		    !strcmp(json_string_value(json_object_get(e, "id")), a->question_id))
-			(void)json_object_set_new(
-				body, "rule",
-				up_approval_rule(json_string_value(json_object_get(e, "method")),
-						 json_string_value(json_object_get(e, "host")),
-						 json_string_value(json_object_get(e, "path"))));
-	(void)snprintf(path, sizeof(path), "/v1/held/%s", a->question_id);
-	log_info("Approval %s-%s: %s (from the notification)", up_session_id(a->s), a->question_id,
-		 decision);
+	}
+	if (body && rule)
+		(void)json_object_set(body, "rule", (json_t *)rule);
+	(void)snprintf(path, sizeof(path), "/v1/held/%.32s", n);
+	log_info("Approval %s-%s: %s (from the notification)", up_session_id(a->s), n, decision);
 	if (body)
 		a->answer = up_control_call(a->s, "POST", path, body, UP_CONTROL_TIMEOUT_MS,
 					    answer_sent, a);
 	json_decref(body);
+}
+
+/* "Always" from the notification: the rule is saved to the user's own rules file, then the
+ * request goes as for the session (also when the file could not take it: said in the log). */
+struct always {
+	struct up_sessions *all;
+	char session[UP_MAX_APPROVAL_ID], n[32];
+	json_t *rule;
+};
+
+static void always_saved(int r, const struct up_rules_save *res, void *userdata)
+{
+	struct always *w = userdata;
+	struct up_session *s = up_sessions_find(w->all, w->session);
+
+	if (r < 0)
+		log_warning("Session %s: \"Always\" did not save the rule: %s; request %s goes for "
+			    "this session only",
+			    w->session, res->err, w->n);
+	if (s && s->approvals)
+		send_answer(s->approvals, w->n, "session", w->rule);
+	json_decref(w->rule);
+	free(w);
+}
+
+static void answered(enum up_notify_answer ans, void *userdata)
+{
+	struct up_approvals *a = userdata;
+	const char *decision = ans <= UP_NOTIFY_NO_ANSWER ? answer_decision[ans] : NULL;
+	json_t *rule = NULL, *e;
+	struct always *w;
+	char what[512];
+	size_t i;
+
+	a->question = NULL;
+	if (!decision)
+		return;
+	json_array_foreach (a->held, i, e)
+		if (!rule && !strcmp(json_string_value(json_object_get(e, "id")), a->question_id)) {
+			rule = up_approval_rule(json_string_value(json_object_get(e, "method")),
+						json_string_value(json_object_get(e, "host")),
+						json_string_value(json_object_get(e, "path")));
+			(void)snprintf(what, sizeof(what), "%s %s%.300s",
+				       json_string_value(json_object_get(e, "method")),
+				       json_string_value(json_object_get(e, "host")),
+				       json_string_value(json_object_get(e, "path")));
+		}
+	if (ans == UP_NOTIFY_ALWAYS && rule && (w = calloc(1, sizeof(*w)))) {
+		*w = (struct always){.all = a->s->all, .rule = rule};
+		(void)snprintf(w->session, sizeof(w->session), "%s", up_session_id(a->s));
+		(void)snprintf(w->n, sizeof(w->n), "%s", a->question_id);
+		if (up_approvals_save(a->s, rule, NULL, what, always_saved, w) >= 0)
+			return;
+		free(w);
+	}
+	send_answer(a, a->question_id, decision, streq(decision, "session") ? rule : NULL);
+	json_decref(rule);
 }
 
 /* One question for the newest request (`e`; `total` wait in all); a flood (questions closer

@@ -762,6 +762,18 @@ int up_config_add_rules(json_t *rules, const json_t *config_rules)
 	return 0;
 }
 
+int up_config_add_rules_file(struct up_config *c, const char *path, const char *origin)
+{
+	json_t *o = json_object_get(c->origins, "rules");
+
+	if (!o && (!(o = json_array()) || json_object_set_new(c->origins, "rules", o) < 0))
+		return -ENOMEM;
+	if (json_array_append_new(c->rules, json_string(path)) < 0 ||
+	    json_array_append_new(o, json_string(origin)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 int up_config_load_rules_item(struct up_ruleset *rs, const json_t *item, json_t *problems)
 {
 	const char *text = json_string_value(json_object_get(item, "text"));

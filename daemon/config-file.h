@@ -162,3 +162,6 @@ int up_config_then(uv_loop_t *loop, struct up_request *req, const struct up_para
 
 /* Appends the config's rules items to a session's list (after the --rules files). */
 int up_config_add_rules(json_t *rules, const json_t *config_rules) _wur_;
+
+/* Adds rules file `path` (a user's own: no trust) to c's rules, shown as from `origin`. */
+int up_config_add_rules_file(struct up_config *c, const char *path, const char *origin) _wur_;

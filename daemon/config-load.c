@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "bounds.h"
@@ -20,6 +21,7 @@
 #include "params.h"
 #include "paths.h"
 #include "rpc.h"
+#include "rules-save.h"
 #include "trust.h"
 
 /* ---- finding the files ---- */
@@ -84,7 +86,14 @@ int up_config_load(struct up_config *c, const char *home, const char *config_hom
 	else
 		return r;
 	k = load_one(c, path, home, problems);
-	return k == -ENOMEM ? k : r < 0 ? r : k;
+	if (k == -ENOMEM)
+		return k;
+	r = r < 0 ? r : k;
+	/* the rules "Always" saved (rules-save.h): the user's own, after config.yaml's */
+	if (up_rules_save_default(home, config_home, path, sizeof(path)) >= 0 &&
+	    access(path, F_OK) == 0 && up_config_add_rules_file(c, path, "saved approvals") < 0)
+		return -ENOMEM;
+	return r;
 }
 
 /* ---- session.start's first step ---- */

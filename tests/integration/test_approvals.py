@@ -56,6 +56,25 @@ def held(e, host):
     return hits[0] if hits else None
 
 
+def ask_proxy(e, pki, echo, sid):
+    """The session's mitm as its pod runs it (real mitmdump, the addon, uplink_ask, the
+    session's rules and control token), reached by the daemon through fakekube's pods/proxy."""
+    ns = f"agent-uplink-{sid}"
+    args = e.fk.get("Pod", ns, "mitm")["spec"]["containers"][0]["args"]
+    assert "uplink_ask=true" in args
+    token = secret_data(e.fk, ns, "control-token")
+    (e.tmp / "control-token").write_text(token)
+    port = free_port()
+    proxy = Proxy(e.tmp, pki, echo, "mitm", reload_ms=3600 * 1000, sets=[
+        f"ssl_verify_upstream_trusted_ca={pki.upstream_ca}", "uplink_ask=true",
+        f"uplink_control_token={e.tmp / 'control-token'}", f"uplink_control_port={port}"])
+    write_atomic(proxy.rules_path, secret_data(e.fk, ns, "rules.json"))
+    proxy.stop()
+    proxy.mitm.start()
+    e.fk.set_proxy_address(ns, "mitm", 8081, f"127.0.0.1:{port}")
+    return proxy, token
+
+
 def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, registry):  # noqa: F811
     e = start(tmpdir_short, fakekube, registry, {})
     pki = PKI(e.tmp)
@@ -63,19 +82,7 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
     proxy = None
     try:
         sid, _ = run_detached(e, "--ask")
-        ns = f"agent-uplink-{sid}"
-        args = e.fk.get("Pod", ns, "mitm")["spec"]["containers"][0]["args"]
-        assert "uplink_ask=true" in args
-        token = secret_data(e.fk, ns, "control-token")
-        (e.tmp / "control-token").write_text(token)
-        port = free_port()
-        proxy = Proxy(e.tmp, pki, echo, "mitm", reload_ms=3600 * 1000, sets=[
-            f"ssl_verify_upstream_trusted_ca={pki.upstream_ca}", "uplink_ask=true",
-            f"uplink_control_token={e.tmp / 'control-token'}", f"uplink_control_port={port}"])
-        write_atomic(proxy.rules_path, secret_data(e.fk, ns, "rules.json"))
-        proxy.stop()
-        proxy.mitm.start()
-        e.fk.set_proxy_address(ns, "mitm", 8081, f"127.0.0.1:{port}")
+        proxy, token = ask_proxy(e, pki, echo, sid)
         env = dict(e.daemon.env)
         env.pop("UPLINK_DEBUG", None)
         follow = subprocess.Popen([uplink_bin(), "logs", sid, "-f"], env=env, text=True,
@@ -136,6 +143,86 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
         follow.terminate()
         follow.wait(10)
         assert not [ln for ln in lines if MARK in ln]
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        echo.close()
+        stop(e)
+
+
+SAVED_RULE = {"name": "approved-save.example.org", "hosts": ["save\\.example\\.org"],
+              "methods": ["POST"], "paths": ["/api/v2(/[^?]*)?(\\?.*)?"]}
+
+
+def test_approve_save_writes_the_rule_every_next_session_takes(tmpdir_short, fakekube, registry):  # noqa: F811
+    e = start(tmpdir_short, fakekube, registry, {})
+    pki = PKI(e.tmp)
+    echo = Echo(pki)
+    proxy = None
+    own = e.home / ".config" / "uplink" / "rules.yaml"
+    repo = e.home / "code" / "app"
+    (repo / ".git").mkdir(parents=True)
+    plain = e.tmp / "notes"
+    plain.mkdir()
+    (plain / "flow.yaml").write_text("rules: []\n")
+    try:
+        sid, _ = run_detached(e, "--ask")
+        proxy, token = ask_proxy(e, pki, echo, sid)
+
+        # --save: the rule is shown, saved to your own file, and the request goes
+        a = Agent(proxy, pki, "save.example.org", f"/api/v2/items/42?k={MARK}-query", "POST")
+        entry = wait_for(lambda: held(e, "save.example.org"), timeout=60, what="held")
+        assert not own.exists()
+        r = e.daemon.client("approve", entry["id"], "--save")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "and saving it to your own rules file" in r.stdout
+        assert f"Saved the rule to {own}:4;" in r.stdout and "1 request released" in r.stdout
+        assert a.result().status == 200 and len(echo.find(a.tid)) == 1
+        text = own.read_text()
+        assert text.startswith("rules:\n  # Saved ") and f"from session {sid} (claude in " in text
+        assert "POST save.example.org/api/v2/items/42\n  - name: 'approved-save.example.org'" in text
+        assert MARK not in text and token not in text
+        assert (own.stat().st_mode & 0o777) == 0o600
+        # for this session at once: the next like it is not asked about
+        res = send(proxy.port, "https", "save.example.org", 443, "POST", "/api/v2/other",
+                   trust=pki.mitm_ca)
+        assert res.status == 200
+
+        # a project's file (a repository), not trusted: refused, the request waits on
+        b = Agent(proxy, pki, "proj.example.org", "/x", "POST")
+        entry = wait_for(lambda: held(e, "proj.example.org"), timeout=60, what="held")
+        r = e.daemon.client("approve", entry["id"], "--save-to", str(repo / "rules.yaml"))
+        assert r.returncode != 0 and "uplink trust" in r.stderr and "still waits" in r.stderr, \
+            r.stderr
+        assert not (repo / "rules.yaml").exists()
+        # a file whose rules: is a flow list: refused with the reason, nothing changed
+        r = e.daemon.client("approve", entry["id"], "--save-to", str(plain / "flow.yaml"))
+        assert r.returncode != 0 and "not a block list" in r.stderr, r.stderr
+        assert (plain / "flow.yaml").read_text() == "rules: []\n"
+        assert held(e, "proj.example.org") is not None and b.t.is_alive()
+        # a relative name is taken from the client's folder; --save and --session: one only
+        r = e.daemon.client("approve", entry["id"], "--save", "--session")
+        assert r.returncode == 2 and "not both" in r.stderr
+        r = subprocess.run([uplink_bin(), "approve", entry["id"], "--save-to", "new.yaml"],
+                           cwd=plain, env=e.daemon.env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert f"Saved the rule to {plain / 'new.yaml'}:4" in r.stdout
+        assert b.result().status == 200
+        assert "approved-proj.example.org" in (plain / "new.yaml").read_text()
+
+        # the next session takes your own file: its rules carry the saved rule, and
+        # uplink config show says where it comes from
+        cfg = client_json(e, "config", "show")
+        assert any(v == str(own) for v in json.dumps(cfg).split('"')), cfg
+        assert "saved approvals" in json.dumps(cfg)
+        sid2, _ = run_detached(e)
+        rules = json.loads(secret_data(e.fk, f"agent-uplink-{sid2}", "rules.json"))["rules"]
+        [saved] = [x for x in rules if x["name"] == "approved-save.example.org"]
+        assert saved["methods"] == ["POST"] and saved["layer"] == "user", saved
+        assert e.daemon.client("stop", sid2).returncode == 0
+        logs = e.daemon.logs()
+        assert f"Saved an approval's rule to {own}:4" in logs
+        assert token not in logs and MARK not in logs
     finally:
         if proxy is not None:
             proxy.stop()

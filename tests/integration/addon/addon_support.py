@@ -234,6 +234,13 @@ class Echo:
 
     def close(self):
         self._stop = True
+        # close() alone leaves a thread blocked in accept() holding the socket, listening
+        # on: a later test's connection to that port would reach this server and its
+        # removed folder. shutdown() wakes the accept() first.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
     def _accept(self):
