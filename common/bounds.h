@@ -109,6 +109,7 @@
 #define UP_APPROVALS_RETRY_MS	  2000
 #define UP_MAX_APPROVALS_HELD	  64 /* the addon's uplink_ask.HELD_MAX */
 #define UP_APPROVAL_PATH_SEGMENTS 2
+#define UP_MAX_APPROVED_RULES	  256	/* the addon's uplink_ask.SESSION_RULES_MAX */
 #define UP_MAX_APPROVAL_ID	  128	/* "<session>-<n>" */
 #define UP_APPROVALS_NOTIFY_MS	  10000 /* questions of a session at most this close */
 

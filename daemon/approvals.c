@@ -31,7 +31,8 @@ struct up_approvals {
 	struct up_notify_question *question;
 	char question_id[32];
 	struct up_control_call *answer;
-	uint64_t asked_ms; /* when the last question went out (0: never) */
+	json_t *answer_rule; /* the rule the answer on its way adds for the session */
+	uint64_t asked_ms;   /* when the last question went out (0: never) */
 };
 
 static const char *const answer_decision[] = {
@@ -66,6 +67,10 @@ static void answer_sent(int r, long http_status, json_t *reply, const char *err,
 		log_warning("Session %s: the answer from the notification did not reach the proxy "
 			    "(%ld: %s); uplink approvals shows what still waits",
 			    up_session_id(a->s), http_status, err ? err : "no answer");
+	else if (a->answer_rule)
+		(void)session_rules_add_approved(a->s, a->answer_rule);
+	json_decref(a->answer_rule);
+	a->answer_rule = NULL;
 }
 
 /* Sends `decision` on request `n` (with the rule for "session"), the notification's answer. */
@@ -89,6 +94,8 @@ static void send_answer(struct up_approvals *a, const char *n, const char *decis
 	if (body)
 		a->answer = up_control_call(a->s, "POST", path, body, UP_CONTROL_TIMEOUT_MS,
 					    answer_sent, a);
+	if (a->answer && rule)
+		a->answer_rule = json_incref((json_t *)rule);
 	json_decref(body);
 }
 
@@ -289,6 +296,8 @@ void up_approvals_stop(struct up_session *s)
 	up_control_call_cancel(a->answer);
 	a->question = up_notify_question_close(a->question);
 	a->call = a->answer = NULL;
+	json_decref(a->answer_rule);
+	a->answer_rule = NULL;
 	(void)uv_timer_stop(a->timer);
 	uv_close((uv_handle_t *)a->timer, timer_closed);
 }

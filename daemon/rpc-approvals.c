@@ -15,6 +15,7 @@
 #include "paths.h"
 #include "rpc.h"
 #include "rules-save.h"
+#include "session-private.h"
 #include "session.h"
 
 struct decide_params {
@@ -73,9 +74,15 @@ static void decided(int r, long http_status, json_t *reply, const char *err, voi
 	const char *file = json_string_value(json_object_get(d->result, "file"));
 
 	d->call = NULL;
-	if (r >= 0)
+	if (r >= 0) {
+		struct up_session *s = up_sessions_find(d->all, d->session);
+		const json_t *rule = json_object_get(d->result, "rule");
+
 		log_info("Approval %s: %s", id,
 			 json_string_value(json_object_get(d->result, "decision")));
+		if (s && rule) /* kept in the rules Secret: a restarted mitm pod keeps it */
+			(void)session_rules_add_approved(s, rule);
+	}
 	if (!d->req)
 		; /* the client went away: the proxy has the decision all the same */
 	else if (r < 0 && http_status == 404)

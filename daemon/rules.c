@@ -21,7 +21,7 @@ struct up_ruleset {
 
 static const char *const layer_names[_UP_LAYER_MAX] = {
 	[UP_LAYER_AUTH] = "auth",   [UP_LAYER_KUBE] = "kube",	    [UP_LAYER_USER] = "user",
-	[UP_LAYER_AGENT] = "agent", [UP_LAYER_GENERIC] = "generic",
+	[UP_LAYER_AGENT] = "agent", [UP_LAYER_GENERIC] = "generic", [UP_LAYER_SESSION] = "session",
 };
 
 static const char *const method_names[] = {

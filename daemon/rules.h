@@ -23,6 +23,7 @@ enum up_rule_layer {
 	UP_LAYER_USER,	  /* --rules files, then inline config rules, in order */
 	UP_LAYER_AGENT,	  /* the agent's default rules */
 	UP_LAYER_GENERIC, /* read-only catch-all */
+	UP_LAYER_SESSION, /* approved in ask mode for this session: last, as in the proxy */
 	_UP_LAYER_MAX,
 	_UP_LAYER_INVALID = -1,
 };

@@ -167,7 +167,8 @@ int up_session_begin(struct up_session *s, const struct up_session_observer *obs
 	s->record = up_record_new(s->id, s->o.agent, s->o.mode ? s->o.mode : "", s->o.cwd,
 				  s->o.asked.deploy_context ? s->o.asked.deploy_context : "",
 				  session_now(), s->o.ttl_s, s->o.idle_s);
-	if (!s->record || up_record_set_quiet(s->record, s->o.quiet) < 0) {
+	if (!s->record || up_record_set_quiet(s->record, s->o.quiet) < 0 ||
+	    up_record_set_ask(s->record, s->o.asked.ask) < 0) {
 		s->starter = NULL;
 		return -ENOMEM;
 	}

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "approvals.h"
 #include "agents/agent.h"
 #include "aws.h"
 #include "backoff.h"
@@ -311,6 +312,71 @@ static void apply_rules(struct session_refresh *rf)
 	for (int k = 0; r < 0 && k < _CRED_MAX; k++)
 		if (rf->rules & (1u << k))
 			failed(rf, k, "cannot update the rules Secret");
+}
+
+/* ---- ask mode: the rules approved for the session ---- */
+
+static void on_approved_applied(struct up_session *s, const struct up_kube_error *err, json_t *obj)
+{
+	(void)obj;
+	if (err)
+		log_warning("Session %s: the rules Secret did not take an approved rule (%s): the "
+			    "proxy has it, but a restarted mitm pod would ask about it again",
+			    s->id, err->message);
+}
+
+int session_rules_add_approved(struct up_session *s, const json_t *rule)
+{
+	json_t *secret = s->objects
+				 ? up_manifests_find(s->objects, "Secret", UP_MANIFEST_RULES_SECRET)
+				 : NULL;
+	json_t *e, *doc = NULL, *problems = NULL, *rules = NULL;
+	char *text = NULL;
+	size_t i;
+	int r = 0;
+
+	json_array_foreach (s->approved, i, e)
+		if (json_equal(e, (json_t *)rule))
+			return 0;
+	if (!s->rs || !secret) {
+		log_warning(
+			"Session %s: its rules are not at hand (picked up after a restart): the "
+			"approved rule lives in the proxy only",
+			s->id);
+		return -ENOENT;
+	}
+	if (json_array_size(s->approved) >= UP_MAX_APPROVED_RULES)
+		return -E2BIG;
+	if (!s->approved && !(s->approved = json_array()))
+		return -ENOMEM;
+	e = json_deep_copy(rule);
+	if (e && json_object_set_new(e, "layer", json_string("session")) == 0 &&
+	    json_object_set_new(e, "source", json_string("ask mode approval")) == 0)
+		doc = json_pack("{s:i, s:[O]}", "version", UP_RULES_FORMAT_VERSION, "rules", e);
+	problems = json_array();
+	r = doc && problems ? up_ruleset_load_json(s->rs, doc, problems) : -ENOMEM;
+	if (r == -EINVAL)
+		log_warning(
+			"Session %s: an approved rule does not load (%s): the proxy has it only",
+			s->id, json_string_value(json_array_get(problems, 0)));
+	if (r >= 0)
+		r = json_array_append(s->approved, (json_t *)rule);
+	rules = r >= 0 ? up_ruleset_render(s->rs, true) : NULL;
+	text = rules ? json_dumps(rules, JSON_COMPACT) : NULL;
+	if (r >= 0 && !text)
+		r = -ENOMEM;
+	if (r >= 0)
+		r = up_manifests_secret_put(secret, "rules.json", text, strlen(text));
+	if (r >= 0)
+		r = session_apply(s, secret, on_approved_applied);
+	if (text)
+		up_free_secret(text, strlen(text));
+	up_json_wipe(rules);
+	json_decref(rules);
+	json_decref(problems);
+	json_decref(doc);
+	json_decref(e);
+	return r;
 }
 
 /* ---- the agent's login: new header values for the auth rules ---- */
@@ -659,6 +725,28 @@ static int load_rules(struct up_session *s, const json_t *secret)
 	return r;
 }
 
+/* Ask mode goes on after a restart: the control token back from the rules Secret. */
+static void ask_adopted(struct up_session *s, const json_t *secret)
+{
+	char *token = NULL;
+	size_t len = 0;
+	int r = up_manifests_secret_get(secret, UP_MANIFEST_CONTROL_KEY, &token, &len);
+
+	if (r >= 0 && len == UP_CONTROL_TOKEN_LEN) {
+		memcpy(s->control_token, token, len + 1);
+		log_info("Session %s was picked up after a restart: its ask mode goes on", s->id);
+		up_approvals_start(s);
+	} else {
+		log_warning(
+			"Session %s was picked up after a restart, but its rules Secret holds no "
+			"control token: requests no rule allows wait unanswered until they time "
+			"out",
+			s->id);
+	}
+	if (token)
+		up_free_secret(token, len);
+}
+
 static void fetched(struct up_session *s, enum cred k, const struct up_kube_error *err, json_t *obj)
 {
 	const char *name = k == CRED_AWS ? UP_MANIFEST_AWS_SECRET : UP_MANIFEST_RULES_SECRET;
@@ -668,6 +756,13 @@ static void fetched(struct up_session *s, enum cred k, const struct up_kube_erro
 	s->rearm_pending--;
 	if (!why && k == CRED_LOGIN && load_rules(s, secret) < 0)
 		why = "its rules.json cannot be read back";
+	if (!why && k == CRED_LOGIN && s->o.asked.ask)
+		ask_adopted(s, secret);
+	else if (k == CRED_LOGIN && s->o.asked.ask)
+		log_warning(
+			"Session %s was picked up after a restart, but its rules Secret cannot be "
+			"read (%s): requests no rule allows wait unanswered until they time out",
+			s->id, why);
 	if (!why && (!s->objects && !(s->objects = json_array())))
 		why = "out of memory";
 	if (!why) {
@@ -681,8 +776,8 @@ static void fetched(struct up_session *s, enum cred k, const struct up_kube_erro
 	if (why) {
 		char msg[1200];
 		(void)snprintf(msg, sizeof(msg), "cannot read its Secret %s: %s", name, why);
+		say_stopped(s, s->rearm_kinds & (1u << k), msg);
 		s->rearm_kinds &= ~(1u << k);
-		say_stopped(s, 1u << k, msg);
 	}
 	if (!s->rearm_pending)
 		adopted_arm(s);
@@ -710,8 +805,8 @@ static void fetch(struct up_session *s, enum cred k)
 		s->rearm_pending++;
 		return;
 	}
+	say_stopped(s, s->rearm_kinds & (1u << k), "cannot ask the cluster for its Secrets");
 	s->rearm_kinds &= ~(1u << k);
-	say_stopped(s, 1u << k, "cannot ask the cluster for its Secrets");
 }
 
 void session_refresh_adopted(struct up_session *s)
@@ -727,15 +822,18 @@ void session_refresh_adopted(struct up_session *s)
 			kinds |= 1u << k;
 	if (!up_record_has_renewal(rec)) {
 		say_stopped(s, kinds, "its record, from an older uplinkd, does not say how");
-		return;
+		kinds = 0;
+	} else {
+		/* The Secret holds the values the exec commands gave, not the rules that run
+		 * them. */
+		say_stopped(s, kinds & (1u << CRED_EXEC),
+			    "the commands that give them are not known to it");
 	}
-	/* The Secret holds the values the exec commands gave, not the rules that run them. */
-	say_stopped(s, kinds & (1u << CRED_EXEC),
-		    "the commands that give them are not known to it");
 	s->rearm_kinds = kinds & ((1u << CRED_AWS) | (1u << CRED_LOGIN));
 	if (s->rearm_kinds & (1u << CRED_AWS))
 		fetch(s, CRED_AWS);
-	if (s->rearm_kinds & (1u << CRED_LOGIN))
+	/* the rules Secret: the login's rules, and ask mode's control token */
+	if ((s->rearm_kinds & (1u << CRED_LOGIN)) || s->o.asked.ask)
 		fetch(s, CRED_LOGIN);
 	if (!s->rearm_pending)
 		adopted_arm(s);

@@ -663,6 +663,7 @@ void up_session_free(struct up_session *s)
 		uv_close((uv_handle_t *)s->timer, timer_closed);
 	session_agent_free(s);
 	up_ruleset_free(s->rs);
+	json_decref(s->approved);
 	up_ca_free(s->ca);
 	json_decref(s->problems);
 	json_decref(s->warnings);

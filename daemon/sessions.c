@@ -147,6 +147,7 @@ static void on_records(int r, const char *err, json_t *result, void *ud)
 		s->record = json_incref(rec);
 		s->state = up_record_state(rec);
 		s->o.quiet = up_record_quiet(rec);
+		s->o.asked.ask = up_record_ask(rec); /* its token comes back from the Secret */
 		s->cluster = up_sessions_cluster(all, *ctx ? ctx : NULL);
 		(void)snprintf(s->owner, sizeof(s->owner), "%s", all->owner);
 		up_session_adopt(s);

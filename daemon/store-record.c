@@ -117,6 +117,15 @@ int up_record_check(const json_t *rec, const char *file_id, char *err, size_t er
 	return -EINVAL;
 }
 
+/* The optional flags: `key`: true, absent when false. */
+static int set_flag(json_t *rec, const char *key, bool on)
+{
+	if (on)
+		return json_object_set_new(rec, key, json_true()) < 0 ? -ENOMEM : 0;
+	(void)json_object_del(rec, key);
+	return 0;
+}
+
 bool up_record_quiet(const json_t *rec)
 {
 	return json_is_true(json_object_get(rec, "quiet"));
@@ -124,10 +133,17 @@ bool up_record_quiet(const json_t *rec)
 
 int up_record_set_quiet(json_t *rec, bool quiet)
 {
-	if (quiet)
-		return json_object_set_new(rec, "quiet", json_true()) < 0 ? -ENOMEM : 0;
-	(void)json_object_del(rec, "quiet");
-	return 0;
+	return set_flag(rec, "quiet", quiet);
+}
+
+bool up_record_ask(const json_t *rec)
+{
+	return json_is_true(json_object_get(rec, "ask"));
+}
+
+int up_record_set_ask(json_t *rec, bool ask)
+{
+	return set_flag(rec, "ask", ask);
 }
 
 static const char *get_str(const json_t *rec, const char *key)

@@ -86,6 +86,8 @@ int64_t up_record_idle_timeout(const json_t *rec);
 int64_t up_record_updated_at(const json_t *rec);
 /* Optional "quiet": true: the session sends no desktop notifications (absent: false). */
 bool up_record_quiet(const json_t *rec);
+/* Optional "ask": true: ask mode, picked up again after a restart (absent: false). */
+bool up_record_ask(const json_t *rec);
 /* Whether the exit code is known; if so, *ret holds it. */
 bool up_record_exit_code(const json_t *rec, int *ret);
 
@@ -99,6 +101,7 @@ int up_record_set_state(json_t *rec, enum up_session_state to, const char *reaso
 int up_record_set_exit_code(json_t *rec, int exit_code, int64_t now) _wur_;
 int up_record_set_expires_at(json_t *rec, int64_t expires_at, int64_t now) _wur_;
 int up_record_set_quiet(json_t *rec, bool quiet) _wur_;
+int up_record_set_ask(json_t *rec, bool ask) _wur_;
 
 /*
  * Optional keys for a daemon that adopts the running session after a restart, so that it

@@ -6,6 +6,7 @@ request through without asking; the listing holds no header, body or query."""
 
 import base64
 import json
+import signal
 import sys
 import subprocess
 import threading
@@ -132,6 +133,22 @@ def test_approve_deny_and_session_through_the_daemon(tmpdir_short, fakekube, reg
         res = send(proxy.port, "https", "sess.example.org", 443, "POST", "/api/v1/other",
                    trust=pki.mitm_ca)
         assert res.status == 200
+        # the rule is in the rules Secret too, last, as the proxy orders it: a restarted mitm
+        # pod (which reads the Secret) keeps it and does not ask again
+        ns = f"agent-uplink-{sid}"
+
+        def last_rule():
+            return json.loads(secret_data(e.fk, ns, "rules.json"))["rules"][-1]
+        wait_for(lambda: last_rule()["name"] == "approved-sess.example.org", timeout=30,
+                 what="the approved rule in the rules Secret")
+        assert last_rule()["layer"] == "session" and last_rule()["methods"] == ["POST"]
+        proxy.stop()
+        write_atomic(proxy.rules_path, secret_data(e.fk, ns, "rules.json"))
+        proxy.mitm.start()
+        res = send(proxy.port, "https", "sess.example.org", 443, "POST", "/api/v1/after-restart",
+                   trust=pki.mitm_ca, timeout=30)
+        assert res.status == 200
+        assert held(e, "sess.example.org") is None
         logs = e.daemon.logs()
         assert f"waiting for the user: POST ask.example.org/repos/x/pulls" in logs
         # the desktop question (log backend here), no secret in it; the three came within
@@ -223,6 +240,41 @@ def test_approve_save_writes_the_rule_every_next_session_takes(tmpdir_short, fak
         logs = e.daemon.logs()
         assert f"Saved an approval's rule to {own}:4" in logs
         assert token not in logs and MARK not in logs
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        echo.close()
+        stop(e)
+
+
+def test_ask_mode_goes_on_after_the_daemon_is_killed(tmpdir_short, fakekube, registry):  # noqa: F811
+    """The record says the session asks; the control token comes back from its rules
+    Secret: a request held while the daemon was down is listed and approved by the new one,
+    and a session approval still reaches the rules Secret."""
+    e = start(tmpdir_short, fakekube, registry, {})
+    pki = PKI(e.tmp)
+    echo = Echo(pki)
+    proxy = None
+    try:
+        sid, _ = run_detached(e, "--ask")
+        ns = f"agent-uplink-{sid}"
+        proxy, token = ask_proxy(e, pki, echo, sid)
+        record = json.loads((e.tmp / "state" / "uplink" / "sessions" / f"{sid}.json").read_text())
+        assert record["ask"] is True
+        e.daemon.stop(signal.SIGKILL)
+        a = Agent(proxy, pki, "later.example.org", "/v1/things", "POST")
+        e.daemon.start()
+        wait_for(lambda: '"state": "ready"' in e.daemon.client("status", "--json").stdout,
+                 what="sync")
+        entry = wait_for(lambda: held(e, "later.example.org"), timeout=60,
+                         what="the held request listed by the restarted daemon")
+        assert "its ask mode goes on" in e.daemon.logs()
+        r = e.daemon.client("approve", entry["id"], "--session")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert a.result().status == 200 and len(echo.find(a.tid)) == 1
+        wait_for(lambda: json.loads(secret_data(e.fk, ns, "rules.json"))["rules"][-1]["name"]
+                 == "approved-later.example.org", timeout=30, what="the rule in the Secret")
+        assert token not in e.daemon.logs()
     finally:
         if proxy is not None:
             proxy.stop()
