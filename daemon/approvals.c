@@ -68,7 +68,7 @@ static void answer_sent(int r, long http_status, json_t *reply, const char *err,
 			    "(%ld: %s); uplink approvals shows what still waits",
 			    up_session_id(a->s), http_status, err ? err : "no answer");
 	else if (a->answer_rule)
-		(void)session_rules_add_approved(a->s, a->answer_rule);
+		(void)up_session_add_approved_rule(a->s, a->answer_rule);
 	json_decref(a->answer_rule);
 	a->answer_rule = NULL;
 }

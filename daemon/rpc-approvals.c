@@ -15,7 +15,6 @@
 #include "paths.h"
 #include "rpc.h"
 #include "rules-save.h"
-#include "session-private.h"
 #include "session.h"
 
 struct decide_params {
@@ -81,7 +80,7 @@ static void decided(int r, long http_status, json_t *reply, const char *err, voi
 		log_info("Approval %s: %s", id,
 			 json_string_value(json_object_get(d->result, "decision")));
 		if (s && rule) /* kept in the rules Secret: a restarted mitm pod keeps it */
-			(void)session_rules_add_approved(s, rule);
+			(void)up_session_add_approved_rule(s, rule);
 	}
 	if (!d->req)
 		; /* the client went away: the proxy has the decision all the same */

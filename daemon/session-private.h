@@ -294,11 +294,3 @@ void session_refresh_free(struct up_session *s);
  * desktop notification. Once per session; later calls do nothing.
  */
 void session_refresh_adopted(struct up_session *s);
-/*
- * Ask mode: `rule` (an up_approval_rule()), approved for the session (or saved), joins the
- * session's set as its last layer ("session", as the proxy orders it) and the rules Secret
- * is rewritten with it, so that a restarted mitm pod (which reads the Secret) keeps it; the
- * proxy has it already from the decision. A rule the set holds already is not added twice;
- * past UP_MAX_APPROVED_RULES, none is. 0 or -errno (said in the log).
- */
-int session_rules_add_approved(struct up_session *s, const json_t *rule);

@@ -140,5 +140,12 @@ json_t *up_session_describe(const struct up_session *s);
 /* Asks a session to stop; returns -EALREADY when it has already ended. */
 int up_session_stop(struct up_session *s, const char *reason);
 
+/* session-approved.c: ask mode's `rule` (an up_approval_rule()), approved for the session (or
+ * saved), joins the session's set as its last layer ("session", as the proxy orders it) and
+ * the rules Secret is rewritten with it, so that a restarted mitm pod (which reads the
+ * Secret) keeps it; the proxy has it already from the decision. A rule the set holds already
+ * is not added twice; past UP_MAX_APPROVED_RULES, none is. 0 or -errno (said in the log). */
+int up_session_add_approved_rule(struct up_session *s, const json_t *rule);
+
 /* session-pods.c: what a client needs to attach: the kubectl command line. */
 json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len);
