@@ -411,3 +411,19 @@ bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void 
 	yaml_parser_delete(&parser);
 	return any;
 }
+
+void up_yaml_finding_text(enum up_yaml_finding what, const char *problem, const char *context,
+			  const char *kind, char *buf, size_t len)
+{
+	if (what == UP_YAML_SYNTAX)
+		(void)snprintf(buf, len, "invalid YAML: %s%s%s", problem ? problem : "",
+			       context ? " " : "", context ? context : "");
+	else if (what == UP_YAML_ALIAS)
+		(void)snprintf(buf, len,
+			       "YAML aliases (*name) are not supported in %s files; write the "
+			       "value out",
+			       kind);
+	else
+		(void)snprintf(buf, len,
+			       "a %s file holds one YAML document; remove the second '---'", kind);
+}

@@ -46,3 +46,6 @@ enum up_yaml_finding {
 typedef void (*up_yaml_found_fn)(void *ud, enum up_yaml_finding what, const yaml_mark_t *at,
 				 const char *problem, const char *context);
 bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void *ud);
+/* What a finding says to the user, for a `kind` of file ("config", "rules"). */
+void up_yaml_finding_text(enum up_yaml_finding what, const char *problem, const char *context,
+			  const char *kind, char *buf, size_t len);

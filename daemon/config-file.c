@@ -546,18 +546,11 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 static void prescan_found(void *ud, enum up_yaml_finding what, const yaml_mark_t *mark,
 			  const char *prob, const char *context)
 {
-	struct pctx *p = ud;
 	yaml_node_t at = {.start_mark = *mark};
+	char text[512];
 
-	if (what == UP_YAML_SYNTAX)
-		problem(p, &at, "invalid YAML: %s%s%s", prob, context ? " " : "",
-			context ? context : "");
-	else if (what == UP_YAML_ALIAS)
-		problem(p, &at,
-			"YAML aliases (*name) are not supported in config files; write the "
-			"value out");
-	else
-		problem(p, &at, "a config file holds one YAML document; remove the second '---'");
+	up_yaml_finding_text(what, prob, context, "config", text, sizeof(text));
+	problem(ud, &at, "%s", text);
 }
 
 int up_config_parse(struct up_config *c, const char *path, const char *text, size_t len,

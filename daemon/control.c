@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <uv.h>
 
+#include "base64.h"
 #include "bounds.h"
 #include "cluster.h"
 #include "fileio.h"
@@ -49,25 +49,7 @@ struct up_control_push {
 
 int up_control_token_new(char *buf)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char b[UP_CONTROL_TOKEN_LEN / 2];
-	size_t got = 0;
-
-	while (got < sizeof(b)) {
-		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		got += (size_t)n;
-	}
-	for (size_t i = 0; i < sizeof(b); i++) {
-		buf[2 * i] = hex[b[i] >> 4];
-		buf[2 * i + 1] = hex[b[i] & 0xf];
-	}
-	buf[UP_CONTROL_TOKEN_LEN] = '\0';
-	explicit_bzero(b, sizeof(b));
-	return 0;
+	return up_random_hex(buf, UP_CONTROL_TOKEN_LEN / 2);
 }
 
 static void call_free(struct up_control_call *c)

@@ -74,24 +74,29 @@ static bool find_in_path(const char *name, char *out, size_t len)
 
 static void check_tools(struct up_doctor_local *l)
 {
+	const struct {
+		const char *name;
+		struct local_check *check;
+		const char *fix, *use;
+	} tools[] = {
+		{"kubectl", &l->kubectl,
+		 "install kubectl (sudo apt install kubernetes-client, or "
+		 "https://kubernetes.io/docs/tasks/tools/) into a folder on PATH",
+		 "uplink attach runs it"},
+		{"docker", &l->docker,
+		 "sudo apt install docker.io && sudo usermod -aG docker $USER (then log in again)",
+		 "agent images are built with it"},
+	};
 	char path[PATH_MAX];
 
-	if (find_in_path("kubectl", path, sizeof(path)))
-		set(&l->kubectl, "ok", NULL, "%s", path);
-	else
-		set(&l->kubectl, "fail",
-		    "install kubectl (sudo apt install kubernetes-client, or "
-		    "https://kubernetes.io/docs/tasks/tools/) into a folder on PATH",
-		    "kubectl is not on PATH (%s); uplink attach runs it",
-		    up_knobs()->path ? up_knobs()->path : "unset");
-	if (find_in_path("docker", path, sizeof(path)))
-		set(&l->docker, "ok", NULL, "%s", path);
-	else
-		set(&l->docker, "fail",
-		    "sudo apt install docker.io && sudo usermod -aG docker $USER (then log in "
-		    "again)",
-		    "docker is not on PATH (%s); agent images are built with it",
-		    up_knobs()->path ? up_knobs()->path : "unset");
+	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
+		if (find_in_path(tools[i].name, path, sizeof(path)))
+			set(tools[i].check, "ok", NULL, "%s", path);
+		else
+			set(tools[i].check, "fail", tools[i].fix, "%s is not on PATH (%s); %s",
+			    tools[i].name, up_knobs()->path ? up_knobs()->path : "unset",
+			    tools[i].use);
+	}
 }
 
 /* What only some flags need: each missing one is said with the flag it serves. */

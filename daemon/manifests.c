@@ -498,6 +498,23 @@ static int render_mitm(struct render *c)
 	return manifests_add_pod_and_service(c, pod, svc, r);
 }
 
+static int render_ca(struct render *c)
+{
+	return render_text_map(c, UP_MANIFEST_CA_CONFIGMAP, "ca.crt", c->s->ca_cert_pem);
+}
+
+static int render_ssh_agent(struct render *c)
+{
+	return manifests_has_ssh(c->s) ? manifests_render_ssh_agent(c) : 0;
+}
+
+/* A session's objects, in the order they are applied (the namespace first). */
+static int (*const session_objects[])(struct render *c) = {
+	render_namespace, render_addon,	     render_rules,	     render_certs,
+	render_ca,	  render_agent_data, render_extras_data,     render_policies,
+	render_mitm,	  render_ssh_agent,  manifests_render_agent,
+};
+
 int up_manifests_render(const struct up_manifests *tpl, const struct up_session_spec *spec,
 			json_t **objects, char *err, size_t err_len)
 {
@@ -510,27 +527,9 @@ int up_manifests_render(const struct up_manifests *tpl, const struct up_session_
 		return r;
 	(void)snprintf(c.ns, sizeof(c.ns), UP_SESSION_NS_PREFIX "%s", spec->id);
 	c.objects = json_array();
-	r = c.objects ? render_namespace(&c) : -ENOMEM;
-	if (r == 0)
-		r = render_addon(&c);
-	if (r == 0)
-		r = render_rules(&c);
-	if (r == 0)
-		r = render_certs(&c);
-	if (r == 0)
-		r = render_text_map(&c, UP_MANIFEST_CA_CONFIGMAP, "ca.crt", spec->ca_cert_pem);
-	if (r == 0)
-		r = render_agent_data(&c);
-	if (r == 0)
-		r = render_extras_data(&c);
-	if (r == 0)
-		r = render_policies(&c);
-	if (r == 0)
-		r = render_mitm(&c);
-	if (r == 0 && manifests_has_ssh(spec))
-		r = manifests_render_ssh_agent(&c);
-	if (r == 0)
-		r = manifests_render_agent(&c);
+	r = c.objects ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < ELEMENTSOF(session_objects); i++)
+		r = session_objects[i](&c);
 	if (r < 0) {
 		json_decref(c.objects);
 		if (err_len && !err[0])

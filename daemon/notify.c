@@ -266,6 +266,16 @@ done:
 	json_decref(session);
 }
 
+/* A critical notification that stays until dismissed. */
+static void send_critical(struct up_notifier *n, const char *summary, const char *body)
+{
+	send_one(n, &(struct up_notification){.summary = summary,
+					      .body = body,
+					      .icon = ICON_ERROR,
+					      .urgency = UP_NOTIFY_CRITICAL,
+					      .timeout_ms = 0});
+}
+
 void up_notify_credential_failed(struct up_notifier *n, const char *agent, const char *session_id,
 				 const char *why)
 {
@@ -277,11 +287,7 @@ void up_notify_credential_failed(struct up_notifier *n, const char *agent, const
 		       agent ? agent : "agent");
 	(void)snprintf(body, sizeof(body), "%s%s%s%s", session_id ? "Session " : "",
 		       session_id ? session_id : "", session_id ? ": " : "", why ? why : "");
-	send_one(n, &(struct up_notification){.summary = summary,
-					      .body = body,
-					      .icon = ICON_ERROR,
-					      .urgency = UP_NOTIFY_CRITICAL,
-					      .timeout_ms = 0});
+	send_critical(n, summary, body);
 }
 
 void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const char *session_id,
@@ -298,11 +304,7 @@ void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const c
 		"Session %s: uplinkd restarted and cannot renew its %s; "
 		"they stop working when they expire. Start a new session to have them renewed.",
 		session_id ? session_id : "?", what ? what : "credentials");
-	send_one(n, &(struct up_notification){.summary = summary,
-					      .body = body,
-					      .icon = ICON_ERROR,
-					      .urgency = UP_NOTIFY_CRITICAL,
-					      .timeout_ms = 0});
+	send_critical(n, summary, body);
 }
 
 void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
@@ -319,11 +321,7 @@ void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *se
 		       "down, see kubectl -n agent-uplink-%s describe pod %s.",
 		       session_id ? session_id : "?", why ? why : "not ready", fails ? fails : "",
 		       session_id ? session_id : "?", pod);
-	send_one(n, &(struct up_notification){.summary = summary,
-					      .body = body,
-					      .icon = ICON_ERROR,
-					      .urgency = UP_NOTIFY_CRITICAL,
-					      .timeout_ms = 0});
+	send_critical(n, summary, body);
 }
 
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what)

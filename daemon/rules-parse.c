@@ -692,18 +692,11 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 static void prescan_found(void *ud, enum up_yaml_finding what, const yaml_mark_t *mark,
 			  const char *prob, const char *context)
 {
-	struct pctx *c = ud;
 	yaml_node_t at = {.start_mark = *mark};
+	char text[512];
 
-	if (what == UP_YAML_SYNTAX)
-		problem(c, &at, "YAML syntax error: %s%s%s", prob, context ? " " : "",
-			context ? context : "");
-	else if (what == UP_YAML_ALIAS)
-		problem(c, &at,
-			"YAML aliases (*name) are not supported in rules files; "
-			"write the value out");
-	else
-		problem(c, &at, "a rules file holds one YAML document; remove the second '---'");
+	up_yaml_finding_text(what, prob, context, "rules", text, sizeof(text));
+	problem(ud, &at, "%s", text);
 }
 
 static int commit(struct pctx *c, struct up_ruleset *rs)

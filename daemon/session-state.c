@@ -4,9 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <openssl/evp.h>
 
+#include "base64.h"
 #include "fileio.h"
 
 /* clang-format off */
@@ -79,38 +79,15 @@ bool up_session_state_can_move(enum up_session_state from, enum up_session_state
 	return valid(from) && valid(to) && (moves[from] & (1u << to));
 }
 
-static const char hex[] = "0123456789abcdef";
-
-static void to_hex(const unsigned char *in, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hex[in[i] >> 4];
-		out[2 * i + 1] = hex[in[i] & 0xf];
-	}
-	out[2 * n] = '\0';
-}
-
 int up_session_id_new(char *id)
 {
-	unsigned char b[UP_SESSION_ID_LEN / 2];
-	size_t got = 0;
-
-	while (got < sizeof(b)) {
-		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		got += (size_t)n;
-	}
-	to_hex(b, sizeof(b), id);
-	return 0;
+	return up_random_hex(id, UP_SESSION_ID_LEN / 2);
 }
 
 static bool lower_hex(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!s[i] || !strchr(hex, s[i]))
+		if (!s[i] || !strchr("0123456789abcdef", s[i]))
 			return false;
 	return true;
 }
@@ -144,6 +121,6 @@ int up_owner_hash(const char *machine_id_path, uid_t uid, char *ret)
 	if (EVP_Digest(input, (size_t)n, md, &md_len, EVP_sha256(), NULL) != 1 ||
 	    md_len < UP_OWNER_HASH_LEN / 2)
 		return -EIO;
-	to_hex(md, UP_OWNER_HASH_LEN / 2, ret);
+	up_hex(md, UP_OWNER_HASH_LEN / 2, ret);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "bounds.h"
 #include "fileio.h"
 #include "paths.h"
@@ -29,7 +30,6 @@ _printf_(4, 5) static int fail(int r, char *err, size_t err_len, const char *fmt
 
 void up_sha256_hex(const void *buf, size_t len, char out[UP_SHA256_HEX_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned n = 0;
 
@@ -39,11 +39,7 @@ void up_sha256_hex(const void *buf, size_t len, char out[UP_SHA256_HEX_LEN + 1])
 		out[UP_SHA256_HEX_LEN] = '\0';
 		return;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[UP_SHA256_HEX_LEN] = '\0';
+	up_hex(md, n, out);
 }
 
 int up_trust_default_dir(char *buf, size_t len)

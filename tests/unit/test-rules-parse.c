@@ -66,11 +66,11 @@ static void test_top_level_errors(void **state)
 	EXPECT("replace_defaults: maybe\n",
 	       "t.yaml:1:19: 'replace_defaults' must be true or false");
 	EXPECT("rules: []\nrules: []\n", "t.yaml:2:1: duplicate key 'rules'; keep only one");
-	EXPECT("rules: [\n", "t.yaml:2:1: YAML syntax error: did not find expected node content "
+	EXPECT("rules: [\n", "t.yaml:2:1: invalid YAML: did not find expected node content "
 			     "while parsing a flow node");
 	EXPECT("a: &x 1\nb: *x\n",
-	       "t.yaml:2:4: YAML aliases (*name) are not supported in rules files; "
-	       "write the value out");
+	       "t.yaml:2:4: YAML aliases (*name) are not supported in rules files; write the "
+	       "value out");
 	EXPECT("rules: []\n---\nrules: []\n",
 	       "t.yaml:2:1: a rules file holds one YAML document; remove the second '---'");
 	EXPECT("rules:\n  - 42\n",
