@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "agents/agent.h"
 #include "bounds.h"
@@ -148,17 +147,6 @@ bool up_agent_is_token(const char *s)
 		return false;
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") ==
 	       strlen(s);
-}
-
-int up_agent_random_hex(char *out, size_t bytes)
-{
-	unsigned char buf[32];
-
-	if (bytes > sizeof(buf) || getrandom(buf, bytes, 0) != (ssize_t)bytes)
-		return -EIO;
-	for (size_t i = 0; i < bytes; i++)
-		(void)snprintf(out + 2 * i, 3, "%02x", buf[i]);
-	return 0;
 }
 
 /* ---------------------------------------------------------------- token endpoints */
@@ -414,4 +402,72 @@ const char *up_agent_instructions(const char *host, size_t host_len, struct up_a
 	if (!host || !host_len)
 		return up_agent_strdup(p, sandbox_md);
 	return up_agent_printf(p, "%.*s%s\n%s", (int)host_len, host, nl ? "\n" : "", sandbox_md);
+}
+
+/* ---- JWTs ---- */
+
+static int b64url_value(int c)
+{
+	static const char set[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	const char *at = c ? strchr(set, c) : NULL;
+
+	return at ? (int)(at - set) : -1;
+}
+
+/* Decodes base64url (no padding) of n bytes; the result is NUL-terminated, or NULL. */
+static char *b64url_decode(const char *s, size_t n, size_t *out_len)
+{
+	char *out = n <= UP_MAX_HEADER_VALUE ? malloc(n * 3 / 4 + 2) : NULL;
+	unsigned acc = 0;
+	int bits = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; out && i < n; i++) {
+		int v = b64url_value((unsigned char)s[i]);
+		if (v < 0) {
+			free(out);
+			return NULL;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			out[k++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	if (out)
+		out[k] = '\0';
+	*out_len = k;
+	return out;
+}
+
+json_t *up_agent_jwt_claims(const char *jwt)
+{
+	const char *dot = jwt ? strchr(jwt, '.') : NULL;
+	const char *end = dot ? strchr(dot + 1, '.') : NULL;
+	size_t len = 0;
+	char *payload;
+	json_t *doc;
+
+	if (!end || end == dot + 1 || !end[1])
+		return NULL;
+	payload = b64url_decode(dot + 1, (size_t)(end - dot - 1), &len);
+	doc = payload ? json_loadb(payload, len, 0, NULL) : NULL;
+	if (payload)
+		up_free_secret(payload, len);
+	if (doc && !json_is_object(doc)) {
+		up_json_wipe_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+long long up_agent_jwt_exp(const char *jwt)
+{
+	json_t *claims = up_agent_jwt_claims(jwt);
+	json_t *exp = json_object_get(claims, "exp");
+	long long v = json_is_integer(exp) ? (long long)json_integer_value(exp) : 0;
+
+	up_json_wipe_decref(claims);
+	return v > 0 ? v : 0;
 }

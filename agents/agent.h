@@ -308,8 +308,11 @@ int up_agent_write_json(const char *path, const json_t *doc) _wur_;
 bool up_agent_secret_name(const char *name);
 /* A bearer token as RFC 6750 allows it (token68): nothing a header could misread. */
 bool up_agent_is_token(const char *s);
-/* 2*bytes lowercase hex digits (bytes <= 32) and a NUL into out; 0 or -EIO. */
-int up_agent_random_hex(char *out, size_t bytes) _wur_;
+/* The payload of a JWT as a JSON object (a new reference; wipe it), or NULL. No signature is
+ * checked: the tokens are the user's own, read to learn when they end and whose they are. */
+json_t *up_agent_jwt_claims(const char *jwt);
+/* The expiry (the "exp" claim) of a JWT, or 0 when it is not one or has none. */
+long long up_agent_jwt_exp(const char *jwt);
 
 /* A token endpoint's answer (at most UP_AGENT_TOKEN_RESPONSE_MAX bytes; wiped when done). */
 struct up_agent_body {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "base64.h"
+#include "hex.h"
 #include "bounds.h"
 #include "cluster.h"
 #include "fileio.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 
-#include "base64.h"
+#include "hex.h"
 #include "fileio.h"
 
 /* clang-format off */

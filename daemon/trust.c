@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base64.h"
+#include "hex.h"
 #include "bounds.h"
 #include "fileio.h"
 #include "paths.h"

@@ -17,6 +17,7 @@
 #include "agents/claude/claude.h"
 #include "bounds.h"
 #include "fileio.h"
+#include "hex.h"
 
 #define CREDS	"~/.claude/.credentials.json"
 #define RELOGIN "log in again by running `claude` on this machine, or use --bedrock"
@@ -172,8 +173,8 @@ static int fake_credentials(const struct oauth *o, time_t now, struct up_agent_p
 	const char *k;
 	char *text;
 
-	if (up_agent_random_hex(access + strlen(access), 16) < 0 ||
-	    up_agent_random_hex(refresh_tok + strlen(refresh_tok), 16) < 0) {
+	if (up_random_hex(access + strlen(access), 16) < 0 ||
+	    up_random_hex(refresh_tok + strlen(refresh_tok), 16) < 0) {
 		json_decref(copy);
 		return -EIO;
 	}

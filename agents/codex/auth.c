@@ -14,6 +14,7 @@
 #include "agents/codex/codex.h"
 #include "bounds.h"
 #include "fileio.h"
+#include "hex.h"
 
 #define RELOGIN "run `codex login` on this machine, or use --api-key"
 
@@ -41,41 +42,6 @@ static void login_done(struct login *l)
 
 /* ---------------------------------------------------------------- JWTs */
 
-static int b64url_value(int c)
-{
-	static const char set[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	const char *at = c ? strchr(set, c) : NULL;
-
-	return at ? (int)(at - set) : -1;
-}
-
-/* Decodes base64url (no padding) of n bytes; the result is NUL-terminated, or NULL. */
-static char *b64url_decode(const char *s, size_t n, size_t *out_len)
-{
-	char *out = n <= UP_MAX_HEADER_VALUE ? malloc(n * 3 / 4 + 2) : NULL;
-	unsigned acc = 0;
-	int bits = 0;
-	size_t k = 0;
-
-	for (size_t i = 0; out && i < n; i++) {
-		int v = b64url_value((unsigned char)s[i]);
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			out[k++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	if (out)
-		out[k] = '\0';
-	*out_len = k;
-	return out;
-}
-
 static char *b64url_encode(const char *s, size_t n)
 {
 	static const char set[] =
@@ -98,37 +64,6 @@ static char *b64url_encode(const char *s, size_t n)
 	if (out)
 		out[k] = '\0';
 	return out;
-}
-
-json_t *codex_jwt_claims(const char *jwt)
-{
-	const char *dot = jwt ? strchr(jwt, '.') : NULL;
-	const char *end = dot ? strchr(dot + 1, '.') : NULL;
-	size_t len = 0;
-	char *payload;
-	json_t *doc;
-
-	if (!end || end == dot + 1 || !end[1])
-		return NULL;
-	payload = b64url_decode(dot + 1, (size_t)(end - dot - 1), &len);
-	doc = payload ? json_loadb(payload, len, 0, NULL) : NULL;
-	if (payload)
-		up_free_secret(payload, len);
-	if (doc && !json_is_object(doc)) {
-		up_json_wipe_decref(doc);
-		return NULL;
-	}
-	return doc;
-}
-
-long long codex_jwt_exp(const char *jwt)
-{
-	json_t *claims = codex_jwt_claims(jwt);
-	json_t *exp = json_object_get(claims, "exp");
-	long long v = json_is_integer(exp) ? (long long)json_integer_value(exp) : 0;
-
-	up_json_wipe_decref(claims);
-	return v > 0 ? v : 0;
 }
 
 /* An unsigned JWT of `claims` (consumed), as codex parses its tokens: it decodes the
@@ -172,7 +107,7 @@ static const char *account_id(struct login *l)
 
 	if (a && *a)
 		return a;
-	claims = codex_jwt_claims(json_string_value(json_object_get(l->tokens, "id_token")));
+	claims = up_agent_jwt_claims(json_string_value(json_object_get(l->tokens, "id_token")));
 	a = json_string_value(json_object_get(
 		json_object_get(claims, "https://api.openai.com/auth"), "chatgpt_account_id"));
 	if (a && up_agent_is_token(a))
@@ -192,7 +127,7 @@ static int parse_login(struct login *l, char *err, size_t len)
 	if (!up_agent_is_token(l->access))
 		return up_agent_failf(err, len, -EINVAL,
 				      CODEX_AUTH " has no usable 'tokens.access_token': " RELOGIN);
-	l->exp = codex_jwt_exp(l->access);
+	l->exp = up_agent_jwt_exp(l->access);
 	if (!l->exp)
 		return up_agent_failf(err, len, -EINVAL,
 				      CODEX_AUTH ": 'tokens.access_token' is not a JWT with an "
@@ -237,7 +172,7 @@ static int take_tokens(struct login *l, const struct up_agent_body *b, time_t no
 	char stamp[32];
 	int r = 0;
 
-	if (!up_agent_is_token(access) || !codex_jwt_exp(access))
+	if (!up_agent_is_token(access) || !up_agent_jwt_exp(access))
 		r = up_agent_failf(
 			err, len, -EIO,
 			"the token endpoint's answer has no access_token with an expiry");
@@ -352,7 +287,8 @@ static json_t *bearer(const char *token)
  * codex shows and routes by, and no secret; an expiry ten years out. */
 static json_t *fake_id_claims(const struct login *l, time_t now)
 {
-	json_t *host = codex_jwt_claims(json_string_value(json_object_get(l->tokens, "id_token")));
+	json_t *host =
+		up_agent_jwt_claims(json_string_value(json_object_get(l->tokens, "id_token")));
 	json_t *auth = json_object_get(host, "https://api.openai.com/auth");
 	json_t *out = json_pack("{s:I}", "exp", (json_int_t)(now + CODEX_FAKE_LIFETIME_S));
 	json_t *a = json_object();
@@ -394,7 +330,7 @@ static int fake_chatgpt(const struct login *l, time_t now, struct up_agent_prepa
 	char *id = fake_jwt(fake_id_claims(l, now)), *access = fake_jwt(aclaims), *refresh = NULL;
 	json_t *doc = NULL;
 
-	if (up_agent_random_hex(hex, 16) == 0 && rfc3339(now, stamp, sizeof(stamp)) == 0 &&
+	if (up_random_hex(hex, 16) == 0 && rfc3339(now, stamp, sizeof(stamp)) == 0 &&
 	    asprintf(&refresh, "%s-%s", CODEX_PLACEHOLDER, hex) < 0)
 		refresh = NULL;
 	if (id && access && refresh)

@@ -54,11 +54,6 @@ int codex_api_key_auth(const struct up_agent_input *in, struct up_agent_prepared
 size_t codex_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
 		    struct up_agent_check *out, size_t max);
 
-/* The expiry (the "exp" claim) of a JWT, or 0 when it is not one or has none. */
-long long codex_jwt_exp(const char *jwt);
-/* The payload of a JWT as a JSON object (a new reference), or NULL. */
-json_t *codex_jwt_claims(const char *jwt);
-
 /*
  * config.toml for the pod: the host's (may be NULL) with every secret-bearing key or table
  * left out (a warning names each), uplink's own settings first, and the cwd (NULL: none)

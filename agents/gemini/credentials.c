@@ -16,6 +16,7 @@
 #include "agents/gemini/gemini.h"
 #include "bounds.h"
 #include "fileio.h"
+#include "hex.h"
 #include "jsonrpc.h"
 
 #define CREDS "~/.gemini/oauth_creds.json"
@@ -157,8 +158,8 @@ static int fake_credentials(const struct oauth *o, time_t now, struct up_agent_p
 	const char *scope = json_string_value(json_object_get(o->doc, "scope"));
 	json_t *doc;
 
-	if (up_agent_random_hex(access + strlen(access), 16) < 0 ||
-	    up_agent_random_hex(refresh_tok + strlen(refresh_tok), 16) < 0)
+	if (up_random_hex(access + strlen(access), 16) < 0 ||
+	    up_random_hex(refresh_tok + strlen(refresh_tok), 16) < 0)
 		return -EIO;
 	doc = json_pack("{s:s, s:s, s:s, s:I}", "access_token", access, "refresh_token",
 			refresh_tok, "token_type", "Bearer", "expiry_date",

@@ -13,6 +13,7 @@
 #include "agents/opencode/opencode.h"
 #include "bounds.h"
 #include "fileio.h"
+#include "hex.h"
 #include "jsonrpc.h"
 
 #define AUTH	"~/.local/share/opencode/auth.json"
@@ -147,40 +148,6 @@ static char *request_body(const struct entry *e)
 	return s;
 }
 
-static int b64url_value(int ch)
-{
-	static const char alphabet[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	const char *at = ch ? strchr(alphabet, ch) : NULL;
-
-	return at ? (int)(at - alphabet) : -1;
-}
-
-/* The claims of a JWT (its middle part, base64url JSON), or NULL. */
-static json_t *jwt_claims(const char *jwt)
-{
-	const char *a = jwt ? strchr(jwt, '.') : NULL, *b = a ? strchr(a + 1, '.') : NULL;
-	size_t n = 0, bits = 0, len = a && b ? (size_t)(b - a - 1) : 0;
-	unsigned acc = 0;
-	char *out = len && len < UP_AGENT_TOKEN_RESPONSE_MAX ? malloc(len) : NULL;
-	json_t *doc;
-
-	for (size_t i = 0; out && i < len; i++) {
-		int v = b64url_value(a[1 + i]);
-		if (v < 0)
-			break;
-		acc = (acc << 6) | (unsigned)v;
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			out[n++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	doc = out ? json_loadb(out, n, 0, NULL) : NULL;
-	if (out)
-		up_free_secret(out, len);
-	return doc;
-}
-
 /* The ChatGPT account of a token answer, as opencode finds it (id_token, then access). */
 static char *account_of(const json_t *ans)
 {
@@ -188,7 +155,7 @@ static char *account_of(const json_t *ans)
 	char *id = NULL;
 
 	for (size_t i = 0; !id && i < ELEMENTSOF(tokens); i++) {
-		json_t *c = jwt_claims(json_string_value(json_object_get(ans, tokens[i])));
+		json_t *c = up_agent_jwt_claims(json_string_value(json_object_get(ans, tokens[i])));
 		json_t *auth = json_object_get(c, "https://api.openai.com/auth");
 		const char *v = json_string_value(json_object_get(c, "chatgpt_account_id"));
 		if (!v)
@@ -335,7 +302,7 @@ static char *fake_token(struct up_agent_prepared *p)
 {
 	char hex[65];
 
-	if (up_agent_random_hex(hex, 16) < 0)
+	if (up_random_hex(hex, 16) < 0)
 		return NULL;
 	return up_agent_printf(p, OC_FAKE_PREFIX "%s", hex);
 }

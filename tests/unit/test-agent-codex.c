@@ -31,19 +31,19 @@ static void test_jwt(void **state)
 	json_t *c;
 
 	(void)state;
-	assert_int_equal(codex_jwt_exp(JWT_OK), 1700003600);
-	assert_int_equal(codex_jwt_exp(JWT_NO_EXP), 0);
-	assert_int_equal(codex_jwt_exp("not-a-jwt"), 0);
-	assert_int_equal(codex_jwt_exp("a.b"), 0);
-	assert_int_equal(codex_jwt_exp("a..c"), 0);
-	assert_int_equal(codex_jwt_exp("eyJhbGciOiJub25lIn0.e$$$.sig"), 0);
-	assert_int_equal(codex_jwt_exp(NULL), 0);
-	c = codex_jwt_claims(JWT_OK);
+	assert_int_equal(up_agent_jwt_exp(JWT_OK), 1700003600);
+	assert_int_equal(up_agent_jwt_exp(JWT_NO_EXP), 0);
+	assert_int_equal(up_agent_jwt_exp("not-a-jwt"), 0);
+	assert_int_equal(up_agent_jwt_exp("a.b"), 0);
+	assert_int_equal(up_agent_jwt_exp("a..c"), 0);
+	assert_int_equal(up_agent_jwt_exp("eyJhbGciOiJub25lIn0.e$$$.sig"), 0);
+	assert_int_equal(up_agent_jwt_exp(NULL), 0);
+	c = up_agent_jwt_claims(JWT_OK);
 	assert_non_null(c);
 	assert_string_equal(json_string_value(json_object_get(c, "email")), "a@b");
 	json_decref(c);
 	/* a payload that is JSON but no object */
-	assert_null(codex_jwt_claims("eyJhbGciOiJub25lIn0.WzFd.sig"));
+	assert_null(up_agent_jwt_claims("eyJhbGciOiJub25lIn0.WzFd.sig"));
 }
 
 static void test_secret_names(void **state)
