@@ -518,10 +518,15 @@ def test_dockerfile_static():
     kinds = [k for k, _ in ins]
     assert kinds[0] == "FROM" and ins[0][1].startswith("node:")
     runs = " ".join(a for k, a in ins if k == "RUN")
+    # the tools come from common/base.sh, the same layers for every agent, before the CLI
+    base = (AGENTS / "common" / "base.sh").read_text()
+    words = " ".join(base.replace("\\\n", " ").split())
     for pkg in ("tmux", "git", "docker.io", "ca-certificates", "iptables", "util-linux", "passwd"):
-        assert f" {pkg} " in f" {runs} ", pkg
+        assert f" {pkg} " in f" {words} ", pkg
+    assert "if command -v sudo >/dev/null; then" in base and "exit 1" in base
+    assert runs.startswith("sh /usr/local/lib/uplink/base.sh")
     assert "npm install -g \"@anthropic-ai/claude-code@" in runs
-    assert "! command -v sudo" in runs and " sudo " not in runs.replace("! command -v sudo", "")
+    assert " sudo " not in f" {runs} "
     # CACHE_BUST comes before the Claude Code install, so bumping it reinstalls the CLI
     bust = next(i for i, (k, a) in enumerate(ins) if k == "ARG" and a.startswith("CACHE_BUST"))
     npm = next(i for i, (k, a) in enumerate(ins) if k == "RUN" and "claude-code" in a)
@@ -529,6 +534,7 @@ def test_dockerfile_static():
     copies = [a.split() for k, a in ins if k in ("COPY", "ADD")]
     assert ["common/entrypoint.sh", "/usr/local/bin/uplink-entrypoint"] in copies
     assert ["common/gitconfig", "/etc/gitconfig"] in copies
+    assert ["common/base.sh", "/usr/local/lib/uplink/base.sh"] in copies
     for src, _ in copies:  # only from common/ and its own folder; no CA, no key
         assert src.split("/")[0] in ("common", "claude"), src
         assert (AGENTS / src).is_file(), src

@@ -335,4 +335,6 @@ def test_dockerfile_static():
     assert 'npm install -g "@openai/codex@${CODEX_VERSION}"' in text
     assert "ARG CACHE_BUST=0" in text and "codex --version" in text
     assert "COPY common/entrypoint.sh /usr/local/bin/uplink-entrypoint" in text
+    # the tools (and no sudo) from the layers every agent shares, before the CLI
+    assert text.index("RUN sh /usr/local/lib/uplink/base.sh") < text.index("npm install")
     assert "COPY claude/" not in text and 'ENTRYPOINT ["/usr/local/bin/uplink-entrypoint"]' in text

@@ -410,5 +410,7 @@ def test_dockerfile():
     assert 'npm install -g "@google/gemini-cli@${GEMINI_CLI_VERSION}"' in text
     assert "ARG CACHE_BUST=0" in text and text.index("ARG CACHE_BUST") < text.index("npm install")
     assert "COPY common/entrypoint.sh /usr/local/bin/uplink-entrypoint" in text
+    # the tools (and no sudo) from the layers every agent shares, before the CLI
+    assert text.index("RUN sh /usr/local/lib/uplink/base.sh") < text.index("npm install")
     assert 'ENTRYPOINT ["/usr/local/bin/uplink-entrypoint"]' in text
     assert "COPY claude/" not in text and "gemini --version" in text
