@@ -8,7 +8,9 @@
 #   uplink-entrypoint --attach      (what `kubectl exec -it` runs) attach to that tmux
 #                                   session as the user, once it exists (UPLINK_ATTACH_WAIT
 #                                   seconds at most, 60); exits 86 if the agent ended
-#   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1
+#   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1;
+#                                   when no client attached yet, its last screen waits for
+#                                   one (UPLINK_ATTACH_LINGER seconds at most, 10)
 #
 # One script for every agent image (agents/common/). Environment, set by uplinkd in the pod
 # spec: UPLINK_UID, UPLINK_GID, USERNAME, UPLINK_HOME, WORKDIR, UPLINK_CA_CERT (the session
@@ -22,6 +24,8 @@ ROOT=${UPLINK_ROOT:-}
 STATE=$ROOT/run/uplink
 SOCK=$STATE/tmux.sock
 EXIT_FILE=$STATE/agent.exit
+# Made by --attach: a client has attached (run_agent's linger ends).
+ATTACHED=$STATE/attached
 SESSION=uplink
 DOCKER_SOCK=$ROOT/var/run/docker.sock
 DOCKER_ROOT=$ROOT/var/lib/docker
@@ -158,6 +162,17 @@ start_dockerd() {
 run_agent() {
 	"$@"
 	rc=$?
+	# A quick agent (claude -p) may end before `uplink run`'s kubectl exec attaches: its last
+	# screen waits for that client (UPLINK_ATTACH_LINGER seconds at most, 10), which then
+	# sees it drawn, rather than a session that is already gone.
+	waited=0
+	while [ ! -e "$ATTACHED" ] && [ "$waited" -lt "${UPLINK_ATTACH_LINGER:-10}" ]; do
+		sleep 1
+		waited=$((waited + 1))
+	done
+	if [ "$waited" -gt 0 ] && [ -e "$ATTACHED" ]; then
+		sleep 1 # the late client draws the screen
+	fi
 	printf '%s\n' "$rc" >"$EXIT_FILE.tmp" && mv -f "$EXIT_FILE.tmp" "$EXIT_FILE"
 	exit "$rc"
 }
@@ -167,7 +182,7 @@ start_agent() {
 	if [ "$UPLINK_UID" != 0 ]; then
 		chown "$UPLINK_UID:$UPLINK_GID" "$STATE" || die "cannot give $STATE to uid $UPLINK_UID"
 	fi
-	rm -f "$EXIT_FILE"
+	rm -f "$EXIT_FILE" "$ATTACHED"
 	cd "$WORKDIR" || die "cannot enter the working directory $WORKDIR"
 	[ $# -gt 0 ] || set -- bash -l
 	# several arguments: tmux runs them as they are, with no shell in between
@@ -226,6 +241,7 @@ case ${1:-} in
 --attach)
 	check_env
 	wait_session
+	touch "$ATTACHED" 2>/dev/null || log "cannot create $ATTACHED"
 	as_user tmux -S "$SOCK" attach-session -t "$SESSION"
 	rc=$?
 	# tmux returns when the user detaches and when the agent ends; tell uplink which.

@@ -92,6 +92,9 @@ class Tmux:
                         self.keys(w, *keys)
                         break
             if self.pane(w, "#{pane_dead}") == "1":
+                s = self.screen(w)
+                if pred(s):  # it ended between the two looks: what was waited for
+                    return s
                 raise AssertionError("%s: the client in %s exited %s:\n%s" % (
                     what, w, self.pane(w, "#{pane_dead_status}"), s))
             if time.monotonic() > deadline:

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 import tempfile
 from pathlib import Path
 
@@ -322,7 +323,7 @@ def entry(tmp_path):
            "STUB_OUT": str(out), "UPLINK_ROOT": str(root), "UPLINK_UID": "4243",
            "UPLINK_GID": "4242", "USERNAME": "alice", "UPLINK_HOME": str(homedir),
            "WORKDIR": str(work), "UPLINK_CA_CERT": str(ca), "UPLINK_DOCKERD_WAIT": "5",
-           "UPLINK_AGENT_DIRS": ".claude", "LANG": "C"}
+           "UPLINK_AGENT_DIRS": ".claude", "LANG": "C", "UPLINK_ATTACH_LINGER": "0"}
 
     class Entry:
         pass
@@ -433,6 +434,39 @@ case $1 in has-session) [ -e "$STUB_OUT/session" ]; exit ;; esac
 exit 0
 """)
     return entry.out / "session"
+
+
+def test_ended_agent_waits_for_its_first_client(entry):
+    """`claude -p` may end before uplink run's kubectl exec attaches: --run keeps the last
+    screen (the tmux pane) until a client attached, UPLINK_ATTACH_LINGER seconds at most,
+    and gives the exit code to PID 1 only then."""
+    state = entry.root / "run" / "uplink"
+    state.mkdir(parents=True)
+    exit_file, attached = state / "agent.exit", state / "attached"
+    p = subprocess.Popen([str(COMMON / "entrypoint.sh"), "--run", "sh", "-c", "exit 7"],
+                         env={**entry.env, "UPLINK_ATTACH_LINGER": "60"},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)
+        assert p.poll() is None and not exit_file.exists()  # waiting for a client
+        # the client attaches (what --attach does first): the pane goes a moment later
+        session_tmux(entry).write_text("")
+        r = entry.run("--attach")
+        assert attached.exists(), r.stderr
+        assert p.wait(timeout=30) == 7
+        assert exit_file.read_text() == "7\n"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # with a client attached before the end, and with no one to wait for: no wait
+    p = subprocess.Popen([str(COMMON / "entrypoint.sh"), "--run", "sh", "-c", "exit 3"],
+                         env={**entry.env, "UPLINK_ATTACH_LINGER": "60"})
+    assert p.wait(timeout=10) == 3
+    attached.unlink()
+    p = subprocess.Popen([str(COMMON / "entrypoint.sh"), "--run", "true"],
+                         env={**entry.env, "UPLINK_ATTACH_LINGER": "1"})
+    assert p.wait(timeout=10) == 0 and not attached.exists()
 
 
 def test_entrypoint_attach(entry):

@@ -70,7 +70,7 @@ SLOW = float(os.environ.get("UPLINK_TEST_SLOW", "3"))
 # Every test's whole run (setup and teardown included) is bounded when pytest-timeout is
 # there (CI installs it): a hang is one failed test with its stacks printed, not a CI run
 # cut off with nothing said. The e2e tests' first one builds the local cluster's images.
-TEST_TIMEOUT = {"integration": 600, "e2e": 2400}
+TEST_TIMEOUT = {"integration": 600, "e2e": 1200}
 
 
 def bound_tests(config, items):
