@@ -108,6 +108,7 @@ struct up_agent_input {
 	const char *token_url;
 	/* The same for OpenAI's (codex's ChatGPT login); NULL: auth.openai.com. */
 	const char *openai_token_url;
+	const char *google_token_url; /* UPLINK_GOOGLE_TOKEN_URL (tests), NULL: Google's */
 	/* The CA bundle (PEM file) that refresh's HTTPS trusts instead of the system's; NULL:
 	 * the system's. */
 	const char *ca_bundle;

@@ -71,6 +71,9 @@ enum up_knob_kind {
 	  "CLAUDE_TOKEN_URL_DEFAULT (claude.h)", "where Claude's OAuth token is refreshed")   \
 	X(openai_token_url, "UPLINK_OPENAI_TOKEN_URL", TEST, "URL",                           \
 	  "CODEX_TOKEN_URL_DEFAULT (codex.h)", "where Codex's ChatGPT token is refreshed")    \
+	X(google_token_url, "UPLINK_GOOGLE_TOKEN_URL", TEST, "URL",                           \
+	  "GEMINI_TOKEN_URL_DEFAULT (gemini.h)",                                              \
+	  "where the Gemini CLI's Google token is refreshed")                                 \
 	X(home, "HOME", SYSTEM, "path", "the passwd entry's", "the user's home")              \
 	X(xdg_config_home, "XDG_CONFIG_HOME", SYSTEM, "path", "~/.config",                    \
 	  "the user's config.yaml is under uplink/")                                          \

@@ -64,7 +64,8 @@ int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const c
 				    .rules_only = true,
 				    .token_url = up_knobs()->token_url,
 				    .ca_bundle = up_knobs()->ca_bundle,
-				    .openai_token_url = up_knobs()->openai_token_url};
+				    .openai_token_url = up_knobs()->openai_token_url,
+				    .google_token_url = up_knobs()->google_token_url};
 	char known[256], pwbuf[4096];
 	int r;
 

@@ -67,6 +67,7 @@ int session_agent_prepare(struct up_session *s, char *err, size_t len)
 		.token_url = up_knobs()->token_url,
 		.ca_bundle = up_knobs()->ca_bundle,
 		.openai_token_url = up_knobs()->openai_token_url,
+		.google_token_url = up_knobs()->google_token_url,
 	};
 	return up_agent_prepare(a->impl, &in, &a->p, err, len);
 }

@@ -386,7 +386,8 @@ static void job_run(uv_work_t *w)
 					    .rules_only = true,
 					    .token_url = up_knobs()->token_url,
 					    .ca_bundle = up_knobs()->ca_bundle,
-					    .openai_token_url = up_knobs()->openai_token_url};
+					    .openai_token_url = up_knobs()->openai_token_url,
+					    .google_token_url = up_knobs()->google_token_url};
 		struct up_agent_prepared *p = NULL;
 		json_t *problems = json_array();
 

@@ -228,7 +228,7 @@ static int maybe_refresh(const struct up_agent_input *in, const char *path, stru
 
 	if (left >= GEMINI_REFRESH_MARGIN_S)
 		return 0;
-	if (refresh(path, in->token_url, in->ca_bundle, o, now, why, sizeof(why)) >= 0)
+	if (refresh(path, in->google_token_url, in->ca_bundle, o, now, why, sizeof(why)) >= 0)
 		return 0;
 	if (left > 0)
 		return up_agent_warn(p,

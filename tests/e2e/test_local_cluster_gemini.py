@@ -182,7 +182,7 @@ def token_endpoint():
 def test_refreshed_token_reaches_the_running_agent(cluster, token_endpoint):
     url, grants_log = token_endpoint
     d = gemini_daemon(cluster, {"UPLINK_DEBUG_TIME_DIVISOR": "60",
-                                "UPLINK_ANTHROPIC_TOKEN_URL": url},
+                                "UPLINK_GOOGLE_TOKEN_URL": url},
                       expires_in_s=200, machine_id="fedcba9876543210fedcba9876543210")
 
     def grants():

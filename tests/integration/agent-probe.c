@@ -94,7 +94,8 @@ int main(int argc, char **argv)
 				    .session_id = "0123456789ab",
 				    .token_url = up_knobs()->token_url,
 				    .ca_bundle = up_knobs()->ca_bundle,
-				    .openai_token_url = up_knobs()->openai_token_url};
+				    .openai_token_url = up_knobs()->openai_token_url,
+				    .google_token_url = up_knobs()->google_token_url};
 	const char *agent = "claude";
 	struct up_agent_prepared *p = NULL;
 	const struct up_agent_impl *a;

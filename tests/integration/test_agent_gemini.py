@@ -126,7 +126,7 @@ def test_google_login_injected_and_faked_in_the_pod(home):
 def test_refresh_expired_token(home, token_server):
     h = home(expiry_ms=(NOW - 60) * 1000)
     token_server.body = NEW
-    rc, out = probe(h, "--now", str(NOW), env={"UPLINK_ANTHROPIC_TOKEN_URL": token_server.url})
+    rc, out = probe(h, "--now", str(NOW), env={"UPLINK_GOOGLE_TOKEN_URL": token_server.url})
     assert rc == 0, out
     # one refresh grant, form-encoded, with the CLI's own OAuth client
     assert len(token_server.requests) == 1
@@ -150,7 +150,7 @@ def test_refresh_expired_token(home, token_server):
 def test_no_refresh_when_fresh(home, token_server):
     h = home()
     rc, out = probe(h, "--rules-only", "--now", str(NOW),
-                    env={"UPLINK_ANTHROPIC_TOKEN_URL": token_server.url})
+                    env={"UPLINK_GOOGLE_TOKEN_URL": token_server.url})
     assert rc == 0 and token_server.requests == [] and out["volumes"] == []
 
 
@@ -160,7 +160,7 @@ def test_refresh_refused_says_what_to_do(home, token_server):
     token_server.status = 400
     token_server.body = {"error": "invalid_grant", "error_description": "uplink-sentinel-x"}
     rc, out = probe(h, "--rules-only", "--now", str(NOW),
-                    env={"UPLINK_ANTHROPIC_TOKEN_URL": token_server.url})
+                    env={"UPLINK_GOOGLE_TOKEN_URL": token_server.url})
     assert rc == 1 and out["code"] == -5
     assert out["error"] == (
         "the Google token in ~/.gemini/oauth_creds.json has expired and refreshing it failed "
@@ -173,7 +173,7 @@ def test_refresh_failure_with_time_left_is_a_warning(home, token_server):
     h = home(expiry_ms=(NOW + 100) * 1000)
     token_server.status = 500
     rc, out = probe(h, "--rules-only", "--now", str(NOW),
-                    env={"UPLINK_ANTHROPIC_TOKEN_URL": token_server.url})
+                    env={"UPLINK_GOOGLE_TOKEN_URL": token_server.url})
     assert rc == 0 and "Bearer " + ACCESS in out["auth_rules"]
     assert "works for 100 more seconds" in out["warnings"][0]
 
