@@ -183,6 +183,24 @@ static json_t *find_held(struct up_sessions *all, const char *id, struct up_sess
 	return hit;
 }
 
+/* "save": the rules file is written off the loop (saved() goes on); the answer names it. */
+static int start_save(struct decision *d, struct up_session *s, const char *file, const char *what)
+{
+	char own[PATH_MAX];
+	const char *shown = file;
+	int r;
+
+	if (!file && up_rules_save_default(up_knobs()->home, up_knobs()->xdg_config_home, own,
+					   sizeof(own)) >= 0)
+		shown = own;
+	if (shown && json_object_set_new(d->result, "file", json_string(shown)) < 0)
+		return -ENOMEM;
+	r = up_approvals_save(s, json_object_get(d->result, "rule"), file, what, saved, d);
+	if (r >= 0)
+		d->saving = true;
+	return r;
+}
+
 static int rpc_decide(struct up_request *req, void *params, void *userdata)
 {
 	static const char *const decisions[] = {"once", "session", "save", "deny"};
@@ -237,24 +255,11 @@ static int rpc_decide(struct up_request *req, void *params, void *userdata)
 		return -ENOMEM;
 	}
 	if (save) {
-		char file[PATH_MAX];
-
-		if (p->file)
-			(void)snprintf(file, sizeof(file), "%s", p->file);
-		r = up_approvals_save(s, json_object_get(d->result, "rule"), p->file, what, saved,
-				      d);
-		if (r >= 0 && p->file)
-			(void)json_object_set_new(d->result, "file", json_string(file));
-		else if (r >= 0)
-			r = up_rules_save_default(up_knobs()->home, up_knobs()->xdg_config_home,
-						  file, sizeof(file)) < 0
-				    ? 0
-				    : json_object_set_new(d->result, "file", json_string(file));
+		r = start_save(d, s, p->file, what);
 		if (r < 0) {
 			decision_free(d);
 			return r;
 		}
-		d->saving = true;
 	} else if (send_decision(d, s, p->decision, json_object_get(d->result, "rule")) < 0) {
 		decision_free(d);
 		up_request_errorf(req, UP_ERR_CLUSTER_UNREACHABLE,

@@ -381,18 +381,76 @@ static int refuse(struct up_rules_save *s, int e, int r, const char *fmt, ...)
 	return r;
 }
 
+/* The trust store's word on a project's file `path` as it is now (`old`); a refusal if none. */
+static int check_trusted(struct up_rules_save *s, bool exists, const char *old, size_t old_len)
+{
+	char sha[UP_SHA256_HEX_LEN + 1], err[768];
+	json_t *store = NULL;
+	int r;
+
+	up_sha256_hex(old ? old : "", old_len, sha);
+	r = up_trust_load(s->trust_dir, &store, err, sizeof(err));
+	if (r < 0)
+		return refuse(s, UP_ERR_UNTRUSTED_CONFIG, r, "%s", err);
+	s->trusted = exists && up_trust_has(store, s->path, sha);
+	json_decref(store);
+	if (!s->trusted)
+		return refuse(s, UP_ERR_UNTRUSTED_CONFIG, -EPERM,
+			      "%s is a project's file (a folder above it holds .git or "
+			      ".uplink.yaml) and not one you trusted as it is now: uplink "
+			      "writes to a project's rules file only after uplink trust (run in "
+			      "the project, it records the rules files its .uplink.yaml names); "
+			      "or save to your own rules file (uplink approve ID --save)",
+			      s->path);
+	return 0;
+}
+
+/* Writes `text` over s->path (its folder made first when it is the user's own), keeping the
+ * old file's mode, and records a trusted file again as written. */
+static int write_saved(struct up_rules_save *s, const char *text, size_t len, bool own,
+		       const struct stat *old_st)
+{
+	char dir[PATH_MAX], sha[UP_SHA256_HEX_LEN + 1], err[768];
+	const char *step = NULL;
+	json_t *entries;
+	int r;
+
+	(void)snprintf(dir, sizeof(dir), "%s", s->path);
+	*strrchr(dir, '/') = '\0';
+	if (own && (r = up_mkdir_parents(s->path, 0700)) < 0)
+		return refuse(s, UP_ERR_INTERNAL_ERROR, r, "cannot create %s: %s", dir,
+			      strerror(-r));
+	r = up_write_file_atomic(dir[0] ? dir : "/", strrchr(s->path, '/') + 1, text, len, &step);
+	if (r < 0)
+		return refuse(s, r == -EACCES ? UP_ERR_PERMISSION_DENIED : UP_ERR_INTERNAL_ERROR, r,
+			      "cannot write %s (%s): %s", s->path, step ? step : "write",
+			      strerror(-r));
+	if (old_st && (old_st->st_mode & 07777) != 0600)
+		(void)chmod(s->path, old_st->st_mode & 07777);
+	if (!s->trusted)
+		return 0;
+	up_sha256_hex(text, len, sha);
+	entries = json_pack("[{s:s, s:s}]", "file", s->path, "sha256", sha);
+	r = entries ? up_trust_add(s->trust_dir, entries, s->now, err, sizeof(err)) : -ENOMEM;
+	json_decref(entries);
+	if (r < 0)
+		return refuse(s, UP_ERR_INTERNAL_ERROR, r,
+			      "saved the rule to %s, but could not record the file as trusted "
+			      "again (%s): run uplink trust in the project",
+			      s->path, r == -ENOMEM ? "out of memory" : err);
+	return 0;
+}
+
 static int save_locked(struct up_rules_save *s)
 {
 	_cleanup_(freep) char *old = NULL, *text = NULL;
-	char dir[PATH_MAX], sha[UP_SHA256_HEX_LEN + 1], err[768];
-	const char *name, *step = NULL;
+	char err[768];
 	size_t old_len = 0, len = 0;
-	json_t *store = NULL;
 	struct stat st;
 	bool exists, own = s->own_dir && up_path_under(s->path, s->own_dir);
 	int r;
 
-	if (!up_path_is_normal_abs(s->path) || strlen(s->path) >= sizeof(dir))
+	if (!up_path_is_normal_abs(s->path) || strlen(s->path) >= PATH_MAX)
 		return refuse(s, UP_ERR_INVALID_PARAMS, -EINVAL,
 			      "the file to save to must be an absolute path: '%.300s'", s->path);
 	exists = lstat(s->path, &st) == 0;
@@ -402,31 +460,13 @@ static int save_locked(struct up_rules_save *s)
 	if (exists && !S_ISREG(st.st_mode))
 		return refuse(s, UP_ERR_INVALID_PARAMS, -EINVAL, "%s is not a regular file",
 			      s->path);
-	if (exists) {
-		r = up_read_file(s->path, UP_MAX_RULES_FILE_SIZE, &old, &old_len);
-		if (r < 0)
-			return refuse(
-				s, r == -EACCES ? UP_ERR_PERMISSION_DENIED : UP_ERR_INVALID_PARAMS,
-				r, "cannot read %s: %s", s->path,
-				r == -EFBIG ? "larger than the rules files' limit" : strerror(-r));
-	}
-	if (!own && up_rules_save_in_project(s->path, s->own_dir)) {
-		up_sha256_hex(old ? old : "", old_len, sha);
-		r = up_trust_load(s->trust_dir, &store, err, sizeof(err));
-		if (r < 0)
-			return refuse(s, UP_ERR_UNTRUSTED_CONFIG, r, "%s", err);
-		s->trusted = exists && up_trust_has(store, s->path, sha);
-		json_decref(store);
-		if (!s->trusted)
-			return refuse(
-				s, UP_ERR_UNTRUSTED_CONFIG, -EPERM,
-				"%s is a project's file (a folder above it holds .git or "
-				".uplink.yaml) and not one you trusted as it is now: uplink "
-				"writes to a project's rules file only after uplink trust (run in "
-				"the project, it records the rules files its .uplink.yaml names); "
-				"or save to your own rules file (uplink approve ID --save)",
-				s->path);
-	}
+	if (exists && (r = up_read_file(s->path, UP_MAX_RULES_FILE_SIZE, &old, &old_len)) < 0)
+		return refuse(s, r == -EACCES ? UP_ERR_PERMISSION_DENIED : UP_ERR_INVALID_PARAMS, r,
+			      "cannot read %s: %s", s->path,
+			      r == -EFBIG ? "larger than the rules files' limit" : strerror(-r));
+	if (!own && up_rules_save_in_project(s->path, s->own_dir) &&
+	    (r = check_trusted(s, exists, old, old_len)) < 0)
+		return r;
 	r = up_rules_save_text(old, old_len, s->path, s->rule, s->comment, &text, &len, &s->line,
 			       err, sizeof(err));
 	if (r < 0)
@@ -436,34 +476,7 @@ static int save_locked(struct up_rules_save *s)
 		return refuse(s, UP_ERR_RULES_INVALID, -EFBIG,
 			      "%s would grow past the rules files' limit (%d bytes)", s->path,
 			      UP_MAX_RULES_FILE_SIZE);
-	(void)snprintf(dir, sizeof(dir), "%s", s->path);
-	*strrchr(dir, '/') = '\0';
-	name = strrchr(s->path, '/') + 1;
-	if (own && (r = up_mkdir_parents(s->path, 0700)) < 0)
-		return refuse(s, UP_ERR_INTERNAL_ERROR, r, "cannot create %s: %s", dir,
-			      strerror(-r));
-	r = up_write_file_atomic(dir[0] ? dir : "/", name, text, len, &step);
-	if (r < 0)
-		return refuse(s, r == -EACCES ? UP_ERR_PERMISSION_DENIED : UP_ERR_INTERNAL_ERROR, r,
-			      "cannot write %s (%s): %s", s->path, step ? step : "write",
-			      strerror(-r));
-	if (exists && (st.st_mode & 07777) != 0600)
-		(void)chmod(s->path, st.st_mode & 07777);
-	if (s->trusted) {
-		json_t *entries;
-
-		up_sha256_hex(text, len, sha);
-		entries = json_pack("[{s:s, s:s}]", "file", s->path, "sha256", sha);
-		r = entries ? up_trust_add(s->trust_dir, entries, s->now, err, sizeof(err))
-			    : -ENOMEM;
-		json_decref(entries);
-		if (r < 0)
-			return refuse(s, UP_ERR_INTERNAL_ERROR, r,
-				      "saved the rule to %s, but could not record the file as "
-				      "trusted again (%s): run uplink trust in the project",
-				      s->path, err);
-	}
-	return 0;
+	return write_saved(s, text, len, own, exists ? &st : NULL);
 }
 
 int up_rules_save(struct up_rules_save *s)
