@@ -302,11 +302,11 @@ int up_cmd_run(struct up_cli *cli, const struct up_command *cmd, const struct up
 
 /* The agent ended: the daemon learns it when the pod terminates, a moment later. The session
  * once it has an exit code or left RUNNING, or NULL (the caller asks again). */
-static json_t *wait_for_exit_code(struct up_cli *cli, const char *id)
+static json_t *wait_for_exit_code(struct up_cli *cli, const char *id, int seconds)
 {
 	const struct timespec step = {.tv_sec = 0, .tv_nsec = 200 * 1000 * 1000};
 
-	for (int i = 0; i < UP_CLI_AGENT_EXIT_WAIT_S * 5; i++) {
+	for (int i = 0; i < seconds * 5; i++) {
 		json_t *s = NULL;
 		const char *state;
 
@@ -364,9 +364,13 @@ static int attach_outcome(struct up_cli *cli, const char *id, int status)
 
 	if (!WIFEXITED(status) || WEXITSTATUS(status) == 127)
 		return UP_EXIT_FAILED;
-	/* kubectl returns when tmux detaches or the agent ends; the entrypoint said which. */
+	/* kubectl returns when tmux detaches or the agent ends; the entrypoint said which. When
+	 * the container ended first, kubectl's exec was killed (137) before the entrypoint could
+	 * say it: any failure is first taken as the end, for a moment. */
 	if (WEXITSTATUS(status) == ATTACH_AGENT_ENDED)
-		after = wait_for_exit_code(cli, id);
+		after = wait_for_exit_code(cli, id, UP_CLI_AGENT_EXIT_WAIT_S);
+	else if (WEXITSTATUS(status) != 0)
+		after = wait_for_exit_code(cli, id, UP_CLI_ATTACH_FAILED_WAIT_S);
 	if (!after && up_cli_call(cli, "session.get", json_pack("{s:s}", "id", id), &after) != 0)
 		return UP_EXIT_OK;
 	code = json_object_get(after, "exit_code");

@@ -114,12 +114,14 @@
 #define UP_APPROVALS_NOTIFY_MS	  10000 /* questions of a session at most this close */
 
 /* Watches: server-side timeout of one stream (plus up to half again, spread), reconnect backoff. */
-#define UP_WATCH_TIMEOUT_S	 300
+#define UP_WATCH_TIMEOUT_S	    300
 /* After the agent ended under `uplink run`/`attach`: how long the client waits for the
  * daemon to see its pod terminate and learn the exit code. */
-#define UP_CLI_AGENT_EXIT_WAIT_S 30
-#define UP_WATCH_BACKOFF_BASE_MS 500
-#define UP_WATCH_BACKOFF_CAP_MS	 30000
+#define UP_CLI_AGENT_EXIT_WAIT_S    30
+/* ...and after kubectl exec failed otherwise (the container may have ended under it). */
+#define UP_CLI_ATTACH_FAILED_WAIT_S 10
+#define UP_WATCH_BACKOFF_BASE_MS    500
+#define UP_WATCH_BACKOFF_CAP_MS	    30000
 
 /* Durations (--older-than, --ttl, --idle-timeout): nothing longer than ten years. */
 #define UP_MAX_DURATION_S  (3650ull * 86400)

@@ -47,9 +47,11 @@ struct text {
 
 static void put(struct text *t, const char *s, size_t n)
 {
-	if (t->oom)
+	if (t->oom || n > UP_MAX_RULES_FILE_SIZE * 2) { /* far past what a rules file may be */
+		t->oom = true;
 		return;
-	if (t->len + n + 1 > t->cap) {
+	}
+	if (!t->d || t->len + n + 1 > t->cap) {
 		size_t cap = (t->len + n + 1) * 2;
 		char *d = realloc(t->d, cap);
 

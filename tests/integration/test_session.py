@@ -6,11 +6,12 @@ import json
 import re
 import signal
 import subprocess
+import time
 
 import pytest
 
 from uplinktest import (REFRESH, TOKEN, Env, Registry, kube_probe, obj, only_session, run_detached, slow_builds,
-                        start_in_background, wait_for)
+                        start_in_background, uplink_bin, wait_for)
 
 
 def test_run_detach_reaches_running(env):
@@ -228,6 +229,36 @@ def test_attach_hands_over_to_kubectl(env, tmp_path):
     assert "exec" in argv and "-it" in argv and "agent" in argv
     assert argv[argv.index("-c") + 1] == "main"
     assert "detached; session" in r.stderr
+
+
+def test_attach_killed_with_the_container_reports_the_agents_exit(env, tmp_path):
+    """The agent's container ended under kubectl exec, which dies with 137 before the
+    entrypoint can say the agent ended: the client still reports the agent's exit code, not
+    a detach."""
+    stub = tmp_path / "kubectl"
+    attached, release = tmp_path / "attached", tmp_path / "release"
+    stub.write_text(f"#!/bin/sh\n: > {attached}\nwhile [ ! -e {release} ]; do sleep 0.1; done\n"
+                    "exit 137\n")
+    stub.chmod(0o755)
+    e = dict(env.daemon.env, UPLINK_KUBECTL=str(stub))
+    e.pop("UPLINK_DEBUG", None)
+    p = subprocess.Popen([uplink_bin(), "run", "claude", "--registry", env.registry],
+                         cwd=env.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        wait_for(attached.exists, timeout=60, what="kubectl exec to start")
+        sid = only_session(env)["id"]
+        release.write_text("")   # kubectl dies first; the pod is seen to end a moment later
+        time.sleep(0.5)
+        env.fk.terminate_pod(f"agent-uplink-{sid}", "agent", container="main", exit_code=5,
+                             reason="Error")
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 5, (out, err)
+    assert "detached" not in err, err
 
 
 def test_in_cluster_registry_is_set_up_and_waited_for(env, registry_5000, tmp_path):
