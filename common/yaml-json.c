@@ -382,7 +382,37 @@ char *up_yaml_dump(const json_t *v)
 	return o.buf;
 }
 
-bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void *ud)
+/* What the prescan found, said to the user. */
+static void found_syntax(const yaml_parser_t *p, up_yaml_found_fn found, void *ud)
+{
+	char text[512];
+
+	(void)snprintf(text, sizeof(text), "invalid YAML: %s%s%s", p->problem ? p->problem : "?",
+		       p->context ? " " : "", p->context ? p->context : "");
+	found(ud, &p->problem_mark, text);
+}
+
+static bool found_event(const yaml_event_t *ev, int docs, const char *kind, up_yaml_found_fn found,
+			void *ud)
+{
+	char text[512];
+
+	if (ev->type == YAML_ALIAS_EVENT)
+		(void)snprintf(text, sizeof(text),
+			       "YAML aliases (*name) are not supported in %s files; write the "
+			       "value out",
+			       kind);
+	else if (ev->type == YAML_DOCUMENT_START_EVENT && docs > 1)
+		(void)snprintf(text, sizeof(text),
+			       "a %s file holds one YAML document; remove the second '---'", kind);
+	else
+		return false;
+	found(ud, &ev->start_mark, text);
+	return true;
+}
+
+bool up_yaml_prescan(const char *text, size_t len, const char *kind, up_yaml_found_fn found,
+		     void *ud)
 {
 	yaml_parser_t parser;
 	yaml_event_t ev;
@@ -393,37 +423,16 @@ bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void 
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	while (!done) {
 		if (!yaml_parser_parse(&parser, &ev)) {
-			found(ud, UP_YAML_SYNTAX, &parser.problem_mark,
-			      parser.problem ? parser.problem : "?", parser.context);
+			found_syntax(&parser, found, ud);
 			any = true;
 			break;
 		}
-		if (ev.type == YAML_ALIAS_EVENT) {
-			found(ud, UP_YAML_ALIAS, &ev.start_mark, NULL, NULL);
-			any = true;
-		} else if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
-			found(ud, UP_YAML_SECOND_DOCUMENT, &ev.start_mark, NULL, NULL);
-			any = true;
-		}
+		if (ev.type == YAML_DOCUMENT_START_EVENT)
+			docs++;
+		any = found_event(&ev, docs, kind, found, ud);
 		done = ev.type == YAML_STREAM_END_EVENT || any;
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&parser);
 	return any;
-}
-
-void up_yaml_finding_text(enum up_yaml_finding what, const char *problem, const char *context,
-			  const char *kind, char *buf, size_t len)
-{
-	if (what == UP_YAML_SYNTAX)
-		(void)snprintf(buf, len, "invalid YAML: %s%s%s", problem ? problem : "",
-			       context ? " " : "", context ? context : "");
-	else if (what == UP_YAML_ALIAS)
-		(void)snprintf(buf, len,
-			       "YAML aliases (*name) are not supported in %s files; write the "
-			       "value out",
-			       kind);
-	else
-		(void)snprintf(buf, len,
-			       "a %s file holds one YAML document; remove the second '---'", kind);
 }

@@ -34,18 +34,9 @@ int up_yaml_node_boolean(const yaml_node_t *n);
 
 /*
  * The pass before a document API reader (config files, rules) loads a text: the first of a
- * syntax error, an alias or a second document, reported to `found` (`problem` and
- * `context` are libyaml's words for a syntax error, NULL otherwise). Returns whether it
- * found one.
+ * syntax error, an alias or a second document, worded for a `kind` of file ("config",
+ * "rules") and reported to `found` with where it is. Returns whether it found one.
  */
-enum up_yaml_finding {
-	UP_YAML_SYNTAX,
-	UP_YAML_ALIAS,
-	UP_YAML_SECOND_DOCUMENT,
-};
-typedef void (*up_yaml_found_fn)(void *ud, enum up_yaml_finding what, const yaml_mark_t *at,
-				 const char *problem, const char *context);
-bool up_yaml_prescan(const char *text, size_t len, up_yaml_found_fn found, void *ud);
-/* What a finding says to the user, for a `kind` of file ("config", "rules"). */
-void up_yaml_finding_text(enum up_yaml_finding what, const char *problem, const char *context,
-			  const char *kind, char *buf, size_t len);
+typedef void (*up_yaml_found_fn)(void *ud, const yaml_mark_t *at, const char *what);
+bool up_yaml_prescan(const char *text, size_t len, const char *kind, up_yaml_found_fn found,
+		     void *ud);

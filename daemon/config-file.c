@@ -135,6 +135,17 @@ struct pctx {
 	bool oom;
 };
 
+/* One problem at `m` (NULL: the top of the file); up_yaml_prescan() reports here too. */
+static void add_problem(void *ud, const yaml_mark_t *m, const char *msg)
+{
+	struct pctx *p = ud;
+
+	p->n_problems++;
+	if (json_array_append_new(
+		    p->problems, json_sprintf("%s:%zu: %s", p->path, m ? m->line + 1 : 1, msg)) < 0)
+		p->oom = true;
+}
+
 _printf_(3, 4) static void problem(struct pctx *p, const yaml_node_t *n, const char *fmt, ...)
 {
 	char msg[1024];
@@ -143,11 +154,7 @@ _printf_(3, 4) static void problem(struct pctx *p, const yaml_node_t *n, const c
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	p->n_problems++;
-	if (json_array_append_new(p->problems, json_sprintf("%s:%zu: %s", p->path,
-							    n ? n->start_mark.line + 1 : 1, msg)) <
-	    0)
-		p->oom = true;
+	add_problem(p, n ? &n->start_mark : NULL, msg);
 }
 
 static json_t *origin(const struct pctx *p, const yaml_node_t *n)
@@ -542,17 +549,6 @@ static void read_top(struct pctx *p, yaml_node_t *root)
 	}
 }
 
-/* Syntax errors, aliases and extra documents (up_yaml_prescan()), worded for a config file. */
-static void prescan_found(void *ud, enum up_yaml_finding what, const yaml_mark_t *mark,
-			  const char *prob, const char *context)
-{
-	yaml_node_t at = {.start_mark = *mark};
-	char text[512];
-
-	up_yaml_finding_text(what, prob, context, "config", text, sizeof(text));
-	problem(ud, &at, "%s", text);
-}
-
 int up_config_parse(struct up_config *c, const char *path, const char *text, size_t len,
 		    const char *home, json_t *problems)
 {
@@ -571,7 +567,7 @@ int up_config_parse(struct up_config *c, const char *path, const char *text, siz
 					    sha, "project", project, "asks",
 					    project ? p.asks : json_array(), "rules_files")) < 0)
 		return -ENOMEM;
-	(void)up_yaml_prescan(text, len, prescan_found, &p);
+	(void)up_yaml_prescan(text, len, "config", add_problem, &p);
 	if (p.n_problems > 0)
 		return p.oom ? -ENOMEM : -EINVAL;
 	(void)yaml_parser_initialize(&parser);

@@ -44,22 +44,32 @@ struct rb {
 	yaml_node_t *host, *hosts, *methods, *paths, *inject, *cidrs, *refresh, *aws_actions;
 };
 
+/* One problem at `m` (NULL: the top of the file); up_yaml_prescan() reports here too. */
+static void add_problem(void *ud, const yaml_mark_t *m, const char *msg)
+{
+	struct pctx *c = ud;
+	struct problem *p;
+
+	if (c->n_problems >= UP_MAX_RULES_PROBLEMS)
+		return;
+	p = &c->found[c->n_problems++];
+	p->line = m ? m->line + 1 : 1;
+	p->col = m ? m->column + 1 : 1;
+	p->seq = c->n_problems;
+	p->text = json_sprintf("%s:%zu:%zu: %s%s", c->source, p->line, p->col, c->label, msg);
+}
+
 _printf_(3, 4) static void problem(struct pctx *c, const yaml_node_t *n, const char *fmt, ...)
 {
-	struct problem *p = &c->found[c->n_problems];
 	char msg[1024];
 	va_list ap;
 
 	if (c->n_problems >= UP_MAX_RULES_PROBLEMS)
-		return;
-	c->n_problems++;
+		return; /* not even formatted */
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	p->line = n ? n->start_mark.line + 1 : 1;
-	p->col = n ? n->start_mark.column + 1 : 1;
-	p->seq = c->n_problems;
-	p->text = json_sprintf("%s:%zu:%zu: %s%s", c->source, p->line, p->col, c->label, msg);
+	add_problem(c, n ? &n->start_mark : NULL, msg);
 }
 
 static int cmp_problem(const void *a, const void *b)
@@ -688,17 +698,6 @@ static int read_top(struct pctx *c, yaml_node_t *root)
 	return 0;
 }
 
-/* Syntax errors, aliases and extra documents (up_yaml_prescan()), worded for a rules file. */
-static void prescan_found(void *ud, enum up_yaml_finding what, const yaml_mark_t *mark,
-			  const char *prob, const char *context)
-{
-	yaml_node_t at = {.start_mark = *mark};
-	char text[512];
-
-	up_yaml_finding_text(what, prob, context, "rules", text, sizeof(text));
-	problem(ud, &at, "%s", text);
-}
-
 static int commit(struct pctx *c, struct up_ruleset *rs)
 {
 	int r = 0;
@@ -723,7 +722,7 @@ int up_ruleset_load_string(struct up_ruleset *rs, enum up_rule_layer layer, cons
 	yaml_parser_t parser;
 	int r = 0;
 
-	(void)up_yaml_prescan(text, len, prescan_found, &c);
+	(void)up_yaml_prescan(text, len, "rules", add_problem, &c);
 	if (c.n_problems > 0) {
 		report_problems(&c);
 		return -EINVAL;
