@@ -179,10 +179,29 @@ static void check_docker_daemon(struct up_doctor_local *l)
 		    host && *host ? " at " : "", host && *host ? host : "");
 }
 
+/* What a verdict of up_k3s_registries_check() says after the file's name; NULL: all is well. */
+static const char *registries_problem(const struct up_k3s_check *c, char *buf, size_t len)
+{
+	switch (c->verdict) {
+	case UP_K3S_MISSING:
+		return "does not exist: the local k3s cannot pull agent images from localhost:5000";
+	case UP_K3S_UNREADABLE:
+		(void)snprintf(buf, len, "cannot be read: %s", strerror(-c->err));
+		return buf;
+	case UP_K3S_INVALID:
+		(void)snprintf(buf, len, "is not valid YAML: %s", c->yaml_error);
+		return buf;
+	case UP_K3S_NO_MIRROR:
+		return "has no mirror for localhost:5000: the local k3s cannot pull agent images";
+	default: return NULL;
+	}
+}
+
 static void check_registries(struct up_doctor_local *l)
 {
 	struct up_k3s_check c;
-	char fix[1024];
+	char fix[1024], buf[512];
+	const char *problem;
 
 	up_k3s_registries_check(l->server, &c);
 	if (c.verdict == UP_K3S_SKIPPED) {
@@ -191,31 +210,15 @@ static void check_registries(struct up_doctor_local *l)
 		    l->server[0] ? l->server : "unknown");
 		return;
 	}
-	(void)snprintf(fix, sizeof(fix),
-		       "write this to %s, then restart k3s (sudo systemctl restart "
-		       "k3s):\n%s",
-		       c.path, UP_K3S_REGISTRIES_YAML);
-	switch (c.verdict) {
-	case UP_K3S_MISSING:
-		set(&l->registries, "fail", fix,
-		    "%s does not exist: the local k3s cannot pull agent "
-		    "images from localhost:5000",
-		    c.path);
-		break;
-	case UP_K3S_UNREADABLE:
-		set(&l->registries, "fail", fix, "cannot read %s: %s", c.path, strerror(-c.err));
-		break;
-	case UP_K3S_INVALID:
-		set(&l->registries, "fail", fix, "%s is not valid YAML: %s", c.path, c.yaml_error);
-		break;
-	case UP_K3S_NO_MIRROR:
-		set(&l->registries, "fail", fix,
-		    "%s has no mirror for localhost:5000: the local k3s "
-		    "cannot pull agent images",
-		    c.path);
-		break;
-	default: set(&l->registries, "ok", NULL, "%s has a mirror for localhost:5000", c.path);
+	problem = registries_problem(&c, buf, sizeof(buf));
+	if (!problem) {
+		set(&l->registries, "ok", NULL, "%s has a mirror for localhost:5000", c.path);
+		return;
 	}
+	(void)snprintf(fix, sizeof(fix),
+		       "write this to %s, then restart k3s (sudo systemctl restart k3s):\n%s",
+		       c.path, UP_K3S_REGISTRIES_YAML);
+	set(&l->registries, "fail", fix, "%s %s", c.path, problem);
 }
 
 /* NameHasOwner(name) on the bus: 1, 0, or -errno. */

@@ -276,35 +276,42 @@ static void send_critical(struct up_notifier *n, const char *summary, const char
 					      .timeout_ms = 0});
 }
 
+/* A critical notice about an agent's credentials: "<agent> credentials <what>". */
+static void send_credentials_notice(struct up_notifier *n, const char *agent, const char *what,
+				    const char *body)
+{
+	char summary[256];
+
+	(void)snprintf(summary, sizeof(summary), "%s credentials %s", agent ? agent : "agent",
+		       what);
+	send_critical(n, summary, body);
+}
+
 void up_notify_credential_failed(struct up_notifier *n, const char *agent, const char *session_id,
 				 const char *why)
 {
-	char summary[256], body[1536];
+	char body[1536];
 
 	if (!n)
 		return;
-	(void)snprintf(summary, sizeof(summary), "%s credentials could not be refreshed",
-		       agent ? agent : "agent");
 	(void)snprintf(body, sizeof(body), "%s%s%s%s", session_id ? "Session " : "",
 		       session_id ? session_id : "", session_id ? ": " : "", why ? why : "");
-	send_critical(n, summary, body);
+	send_credentials_notice(n, agent, "could not be refreshed", body);
 }
 
 void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const char *session_id,
 			       const char *what)
 {
-	char summary[256], body[1536];
+	char body[1536];
 
 	if (!n)
 		return;
-	(void)snprintf(summary, sizeof(summary), "%s credentials are no longer renewed",
-		       agent ? agent : "agent");
 	(void)snprintf(
 		body, sizeof(body),
 		"Session %s: uplinkd restarted and cannot renew its %s; "
 		"they stop working when they expire. Start a new session to have them renewed.",
 		session_id ? session_id : "?", what ? what : "credentials");
-	send_critical(n, summary, body);
+	send_credentials_notice(n, agent, "are no longer renewed", body);
 }
 
 void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
