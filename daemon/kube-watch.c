@@ -10,6 +10,7 @@
 #include "backoff.h"
 #include "bounds.h"
 #include "log.h"
+#include "loop-timer.h"
 
 struct up_kube_watch {
 	struct up_kube *k;
@@ -332,25 +333,18 @@ int up_kube_watch_new(struct up_kube *k, const char *kind, const char *label_sel
 	r = up_kube_path(w->path, sizeof(w->path), kind, NULL, NULL);
 	w->cache = json_object();
 	w->selector = label_selector ? strdup(label_selector) : NULL;
-	w->timer = malloc(sizeof(*w->timer));
+	w->loop = up_kube_loop(k);
+	w->timer = up_loop_timer_new(w->loop, w);
 	if (r < 0 || !w->cache || (label_selector && !w->selector) || !w->timer) {
 		json_decref(w->cache);
 		free(w->selector);
-		free(w->timer);
+		up_loop_timer_free(w->timer);
 		free(w);
 		return r < 0 ? r : -ENOMEM;
 	}
-	w->loop = up_kube_loop(k);
-	(void)uv_timer_init(w->loop, w->timer);
-	w->timer->data = w;
 	start_list(w);
 	*ret = w;
 	return 0;
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-	free(h);
 }
 
 struct up_kube_watch *up_kube_watch_free(struct up_kube_watch *w)
@@ -358,7 +352,7 @@ struct up_kube_watch *up_kube_watch_free(struct up_kube_watch *w)
 	if (!w)
 		return NULL;
 	up_kube_cancel(w->call);
-	uv_close((uv_handle_t *)w->timer, timer_closed);
+	w->timer = up_loop_timer_free(w->timer);
 	json_decref(w->cache);
 	free(w->selector);
 	free(w);

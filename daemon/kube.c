@@ -15,6 +15,7 @@
 #include "kube-exec-credential.h"
 #include "list.h"
 #include "log.h"
+#include "loop-timer.h"
 
 enum call_state { CALL_NEW, CALL_WAIT_AUTH, CALL_RUNNING, CALL_BACKOFF };
 
@@ -95,18 +96,12 @@ static uint32_t next_rand(struct up_kube *k)
 	return k->rng;
 }
 
-static void timer_closed(uv_handle_t *h)
-{
-	free(h);
-}
-
 static void call_free(struct up_kube_call *c)
 {
 	up_list_remove(&c->link);
 	if (c->http)
 		up_http_cancel(c->http);
-	if (c->timer)
-		uv_close((uv_handle_t *)c->timer, timer_closed);
+	c->timer = up_loop_timer_free(c->timer);
 	free(c->path);
 	free(c->header_name);
 	if (c->header_value)
@@ -323,13 +318,11 @@ static void backoff(struct up_kube_call *c, long retry_after)
 				    next_rand(c->k), retry_after);
 
 	if (!c->timer) {
-		c->timer = malloc(sizeof(*c->timer));
+		c->timer = up_loop_timer_new(c->k->loop, c);
 		if (!c->timer) {
 			call_fail(c, -ENOMEM, 0, NULL, "out of memory");
 			return;
 		}
-		(void)uv_timer_init(c->k->loop, c->timer);
-		c->timer->data = c;
 	}
 	c->state = CALL_BACKOFF;
 	log_debug("%s %s: retrying in %llu ms (attempt %u)", c->method, c->path,
@@ -575,15 +568,13 @@ static void on_start(uv_timer_t *t)
 
 static int call_go(struct up_kube_call *c)
 {
-	c->timer = malloc(sizeof(*c->timer));
+	c->timer = up_loop_timer_new(c->k->loop, c);
 	if (!c->timer) {
 		c->cb = NULL;
 		c->raw = NULL;
 		call_free(c);
 		return -ENOMEM;
 	}
-	(void)uv_timer_init(c->k->loop, c->timer);
-	c->timer->data = c;
 	(void)uv_timer_start(c->timer, on_start, 0, 0);
 	return 0;
 }

@@ -48,6 +48,7 @@
 #include "jsonrpc.h"
 #include "knobs.h"
 #include "log.h"
+#include "loop-timer.h"
 #include "manager.h"
 #include "manifests.h"
 #include "notify.h"
@@ -79,7 +80,7 @@ struct cred_state {
 
 struct session_refresh {
 	struct up_session *s; /* NULL once the session has gone: the round in flight frees this */
-	uv_timer_t *timer;    /* freed by its close callback */
+	uv_timer_t *timer;    /* up_loop_timer_new() */
 	uv_work_t work;
 	bool busy;    /* a round is under way */
 	bool in_work; /* its threadpool job is queued or running: job_after() frees a detached rf */
@@ -112,11 +113,6 @@ static long time_divisor(void)
 	long d = div ? strtol(div, NULL, 10) : 1;
 
 	return d > 1 ? d : 1;
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-	free(h);
 }
 
 static void job_clear(struct session_refresh *rf)
@@ -544,11 +540,16 @@ static void arm(struct up_session *s, const json_t *profiles, int64_t aws, int64
 	if (s->refresh || (!aws && !login && !exec))
 		return; /* nothing that expires */
 	rf = calloc(1, sizeof(*rf));
-	if (!rf || !(rf->timer = malloc(sizeof(*rf->timer))) ||
-	    (aws && !(rf->aws_profiles = json_deep_copy(profiles)))) {
-		if (rf)
-			free(rf->timer);
+	if (rf && aws && !(rf->aws_profiles = json_deep_copy(profiles))) {
 		free(rf);
+		rf = NULL;
+	}
+	if (rf && !(rf->timer = up_loop_timer_new(s->all->loop, rf))) {
+		json_decref(rf->aws_profiles);
+		free(rf);
+		rf = NULL;
+	}
+	if (!rf) {
 		log_warning("Session %s: out of memory; its credentials will not be renewed",
 			    s->id);
 		return;
@@ -556,8 +557,6 @@ static void arm(struct up_session *s, const json_t *profiles, int64_t aws, int64
 	rf->s = s;
 	rf->divisor = time_divisor();
 	rf->exec_every_ms = exec * 1000 / (uint64_t)rf->divisor;
-	(void)uv_timer_init(s->all->loop, rf->timer);
-	rf->timer->data = rf;
 	s->refresh = rf;
 	if (aws)
 		set_expiry(rf, CRED_AWS, aws);
@@ -782,8 +781,7 @@ void session_refresh_free(struct up_session *s)
 	if (!rf)
 		return;
 	s->refresh = NULL;
-	uv_close((uv_handle_t *)rf->timer, timer_closed);
-	rf->timer = NULL;
+	rf->timer = up_loop_timer_free(rf->timer);
 	rf->s = NULL;
 	/* Kubernetes calls in flight see s->refresh NULL and leave rf alone; the resolver is
 	 * cancelled; only a threadpool job must come back, and it frees rf. */

@@ -27,6 +27,7 @@
 #include "knobs.h"
 #include "kube.h"
 #include "log.h"
+#include "loop-timer.h"
 #include "manager.h"
 #include "manifests.h"
 #include "notify.h"
@@ -228,11 +229,6 @@ void session_set_state(struct up_session *s, enum up_session_state to, const cha
 
 #undef ENDED
 #undef IN
-
-static void timer_closed(uv_handle_t *h)
-{
-	free(h);
-}
 
 void session_start_timer(struct up_session *s, uv_timer_cb cb, uint64_t ms)
 {
@@ -632,13 +628,11 @@ struct up_session *up_session_new(struct up_sessions *all, const char *id)
 	s->ops = &up_session_kube_ops;
 	(void)snprintf(s->id, sizeof(s->id), "%s", id);
 	(void)snprintf(s->ns, sizeof(s->ns), "%s%s", UP_SESSION_NS_PREFIX, id);
-	s->timer = malloc(sizeof(*s->timer));
+	s->timer = up_loop_timer_new(all->loop, s);
 	if (!s->timer) {
 		free(s);
 		return NULL;
 	}
-	(void)uv_timer_init(all->loop, s->timer);
-	s->timer->data = s;
 	up_list_insert_tail(&all->sessions, &s->link);
 	return s;
 }
@@ -659,8 +653,7 @@ void up_session_free(struct up_session *s)
 	up_control_push_free(s);
 	up_approvals_stop(s);
 	explicit_bzero(s->control_token, sizeof(s->control_token));
-	if (s->timer)
-		uv_close((uv_handle_t *)s->timer, timer_closed);
+	s->timer = up_loop_timer_free(s->timer);
 	session_agent_free(s);
 	up_ruleset_free(s->rs);
 	json_decref(s->approved);
@@ -726,8 +719,5 @@ void up_session_cancel_work(struct up_session *s)
 	up_control_push_free(s);
 	up_approvals_stop(s);
 	/* Shutting down: the loop must be able to finish, so the timer goes now. */
-	if (s->timer) {
-		uv_close((uv_handle_t *)s->timer, timer_closed);
-		s->timer = NULL;
-	}
+	s->timer = up_loop_timer_free(s->timer);
 }
