@@ -248,15 +248,25 @@ static int key_paths(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *
 	return r;
 }
 
+/* Whether the value `v` is a `type` node: an empty value (null) is not and says nothing, any
+ * other kind is the problem `wrong`. */
+static bool is_a(struct pctx *c, yaml_node_t *v, yaml_node_type_t type, const char *wrong)
+{
+	if (up_yaml_node_is_null(v))
+		return false;
+	if (v->type != type) {
+		problem(c, v, "%s", wrong);
+		return false;
+	}
+	return true;
+}
+
 static int key_methods(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
 	b->methods = k;
-	if (up_yaml_node_is_null(v))
+	if (!is_a(c, v, YAML_SEQUENCE_NODE,
+		  "'methods' must be a list of strings, e.g. methods: [GET, POST]"))
 		return 0;
-	if (v->type != YAML_SEQUENCE_NODE) {
-		problem(c, v, "'methods' must be a list of strings, e.g. methods: [GET, POST]");
-		return 0;
-	}
 	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
 	     i++) {
 		yaml_node_t *item = node(c, *i);
@@ -319,12 +329,9 @@ static int read_headers(struct pctx *c, struct rb *b, yaml_node_t *v)
 	yaml_node_pair_t *p;
 	int r;
 
-	if (up_yaml_node_is_null(v))
+	if (!is_a(c, v, YAML_MAPPING_NODE,
+		  "'inject.headers' must be a mapping of header names to strings"))
 		return 0;
-	if (v->type != YAML_MAPPING_NODE) {
-		problem(c, v, "'inject.headers' must be a mapping of header names to strings");
-		return 0;
-	}
 	if (too_many(c, v, (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start),
 		     "'inject.headers'"))
 		return 0;
@@ -343,12 +350,8 @@ static int key_inject(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t 
 	int r;
 
 	b->inject = k;
-	if (up_yaml_node_is_null(v))
+	if (!is_a(c, v, YAML_MAPPING_NODE, "'inject' must be a mapping with a 'headers' mapping"))
 		return 0;
-	if (v->type != YAML_MAPPING_NODE) {
-		problem(c, v, "'inject' must be a mapping with a 'headers' mapping");
-		return 0;
-	}
 	for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top;
 	     p++) {
 		const char *name = str(node(c, p->key));
@@ -643,12 +646,9 @@ static int read_rules(struct pctx *c, yaml_node_t *v)
 	size_t n, i = 0;
 	int r;
 
-	if (up_yaml_node_is_null(v))
+	if (!is_a(c, v, YAML_SEQUENCE_NODE,
+		  "'rules' must be a list of rules (each item starting with '- ')"))
 		return 0;
-	if (v->type != YAML_SEQUENCE_NODE) {
-		problem(c, v, "'rules' must be a list of rules (each item starting with '- ')");
-		return 0;
-	}
 	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
 	if (n > UP_MAX_RULES) {
 		problem(c, v, "'rules' has %zu rules; at most %d are allowed", n, UP_MAX_RULES);
