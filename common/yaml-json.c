@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,6 +381,17 @@ char *up_yaml_dump(const json_t *v)
 		return NULL;
 	}
 	return o.buf;
+}
+
+void up_yaml_problem(up_yaml_found_fn found, void *ud, const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	found(ud, n ? &n->start_mark : NULL, msg);
 }
 
 /* What the prescan found, said to the user. */

@@ -40,3 +40,7 @@ int up_yaml_node_boolean(const yaml_node_t *n);
 typedef void (*up_yaml_found_fn)(void *ud, const yaml_mark_t *at, const char *what);
 bool up_yaml_prescan(const char *text, size_t len, const char *kind, up_yaml_found_fn found,
 		     void *ud);
+/* A parser's own problem at node `n` (NULL: the top of the file), formatted and reported to
+ * `found` as the prescan reports its findings. */
+_printf_(4, 5) void up_yaml_problem(up_yaml_found_fn found, void *ud, const yaml_node_t *n,
+				    const char *fmt, ...);

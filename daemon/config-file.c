@@ -146,16 +146,7 @@ static void add_problem(void *ud, const yaml_mark_t *m, const char *msg)
 		p->oom = true;
 }
 
-_printf_(3, 4) static void problem(struct pctx *p, const yaml_node_t *n, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	add_problem(p, n ? &n->start_mark : NULL, msg);
-}
+#define problem(ctx, n, ...) up_yaml_problem(add_problem, (ctx), (n), __VA_ARGS__)
 
 static json_t *origin(const struct pctx *p, const yaml_node_t *n)
 {

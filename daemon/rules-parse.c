@@ -15,6 +15,7 @@
 
 #include "bounds.h"
 #include "duration.h"
+#include "fileio.h"
 #include "placeholders.h"
 #include "rules-private.h"
 #include "yaml-json.h"
@@ -59,18 +60,7 @@ static void add_problem(void *ud, const yaml_mark_t *m, const char *msg)
 	p->text = json_sprintf("%s:%zu:%zu: %s%s", c->source, p->line, p->col, c->label, msg);
 }
 
-_printf_(3, 4) static void problem(struct pctx *c, const yaml_node_t *n, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (c->n_problems >= UP_MAX_RULES_PROBLEMS)
-		return; /* not even formatted */
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	add_problem(c, n ? &n->start_mark : NULL, msg);
-}
+#define problem(ctx, n, ...) up_yaml_problem(add_problem, (ctx), (n), __VA_ARGS__)
 
 static int cmp_problem(const void *a, const void *b)
 {
@@ -145,53 +135,75 @@ static int strv_add(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* A list of regexes ('hosts', 'paths'); kind is "host" or "path". */
-static int read_regexes(struct pctx *c, yaml_node_t *v, const char *key, const char *kind,
-			char ***out, size_t *n_out)
-{
-	char why[256];
+/* One item of a list: `s` is its text, NULL when it is not a string; < 0 stops the walk. */
+typedef int (*item_fn)(struct pctx *c, struct rb *b, yaml_node_t *item, const char *s, void *ud);
 
-	if (!v || v->type != YAML_SEQUENCE_NODE) {
-		problem(c, v, "'%s' must be a list of regex strings, e.g. %s: ['%s']", key, key,
-			streq(kind, "host") ? "api\\.example\\.com" : "/v1/.*");
-		return 0;
-	}
+/* Each item of the list `v` (the value of `key`) to `fn`, once their number is within bounds. */
+static int each_item(struct pctx *c, struct rb *b, yaml_node_t *v, const char *key, item_fn fn,
+		     void *ud)
+{
 	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
 		     key))
 		return 0;
-	if (v->data.sequence.items.start == v->data.sequence.items.top) {
-		if (streq(kind, "host"))
-			problem(c, v, "'hosts' is an empty list; list at least one host");
-		else
-			problem(c, v,
-				"'paths' is an empty list, which would match no path; "
-				"omit 'paths' entirely to allow any path");
-		return 0;
-	}
 	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
 	     i++) {
 		yaml_node_t *item = node(c, *i);
-		const char *re = str(item);
+		int r = fn(c, b, item, str(item), ud);
 
-		if (!re) {
-			problem(c, item,
-				"'%s' must be a list of regex strings; this entry is not a string",
-				key);
-			continue;
-		}
-		if (strlen(re) > UP_MAX_REGEX_LEN) {
-			problem(c, item, "%s regex is longer than %d characters", kind,
-				UP_MAX_REGEX_LEN);
-			continue;
-		}
-		if (up_regex_check(re, why, sizeof(why)) < 0) {
-			problem(c, item, "invalid %s regex '%s': %s", kind, re, why);
-			continue;
-		}
-		if (strv_add(out, n_out, re) < 0)
-			return -ENOMEM;
+		if (r < 0)
+			return r;
 	}
 	return 0;
+}
+
+/* Whether the regex `re` of `kind` ("host", "path") at `n` is short enough and compiles. */
+static bool regex_ok(struct pctx *c, yaml_node_t *n, const char *kind, const char *re)
+{
+	char why[256];
+
+	if (strlen(re) > UP_MAX_REGEX_LEN) {
+		problem(c, n, "%s regex is longer than %d characters", kind, UP_MAX_REGEX_LEN);
+		return false;
+	}
+	if (up_regex_check(re, why, sizeof(why)) < 0) {
+		problem(c, n, "invalid %s regex '%s': %s", kind, re, why);
+		return false;
+	}
+	return true;
+}
+
+struct regex_list {
+	const char *key, *kind, *empty; /* 'hosts', "host" and what an empty list means */
+	char ***out;
+	size_t *n_out;
+};
+
+static int regex_item(struct pctx *c, struct rb *b, yaml_node_t *item, const char *re, void *ud)
+{
+	struct regex_list *l = ud;
+
+	(void)b;
+	if (!re) {
+		problem(c, item, "'%s' must be a list of regex strings; this entry is not a string",
+			l->key);
+		return 0;
+	}
+	return regex_ok(c, item, l->kind, re) ? strv_add(l->out, l->n_out, re) : 0;
+}
+
+/* A list of regexes ('hosts', 'paths'). */
+static int read_regexes(struct pctx *c, struct rb *b, yaml_node_t *v, struct regex_list *l)
+{
+	if (!v || v->type != YAML_SEQUENCE_NODE) {
+		problem(c, v, "'%s' must be a list of regex strings, e.g. %s: ['%s']", l->key,
+			l->key, streq(l->kind, "host") ? "api\\.example\\.com" : "/v1/.*");
+		return 0;
+	}
+	if (v->data.sequence.items.start == v->data.sequence.items.top) {
+		problem(c, v, "%s", l->empty);
+		return 0;
+	}
+	return each_item(c, b, v, l->key, regex_item, l);
 }
 
 static int key_name(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
@@ -210,28 +222,22 @@ static int key_name(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v
 static int key_host(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
 	const char *s = str(v);
-	char why[256];
 
 	b->host = k;
 	if (!s) {
 		problem(c, v, "'host' must be a string regex");
 		return 0;
 	}
-	if (strlen(s) > UP_MAX_REGEX_LEN) {
-		problem(c, v, "host regex is longer than %d characters", UP_MAX_REGEX_LEN);
-		return 0;
-	}
-	if (up_regex_check(s, why, sizeof(why)) < 0) {
-		problem(c, v, "invalid host regex '%s': %s", s, why);
-		return 0;
-	}
-	return strv_add(&b->r.hosts, &b->r.n_hosts, s);
+	return regex_ok(c, v, "host", s) ? strv_add(&b->r.hosts, &b->r.n_hosts, s) : 0;
 }
 
 static int key_hosts(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
 	b->hosts = k;
-	return read_regexes(c, v, "hosts", "host", &b->r.hosts, &b->r.n_hosts);
+	return read_regexes(c, b, v,
+			    &(struct regex_list){"hosts", "host",
+						 "'hosts' is an empty list; list at least one host",
+						 &b->r.hosts, &b->r.n_hosts});
 }
 
 static int key_paths(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
@@ -239,7 +245,11 @@ static int key_paths(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *
 	int r;
 
 	b->paths = k;
-	r = read_regexes(c, v, "paths", "path", &b->r.paths, &b->r.n_paths);
+	r = read_regexes(c, b, v,
+			 &(struct regex_list){"paths", "path",
+					      "'paths' is an empty list, which would match no "
+					      "path; omit 'paths' entirely to allow any path",
+					      &b->r.paths, &b->r.n_paths});
 	if (r == 0 && !b->r.paths) {
 		/* Invalid: keep "some paths" so that the rule is never read as "any path". */
 		b->r.paths = calloc(1, sizeof(char *));
@@ -261,30 +271,30 @@ static bool is_a(struct pctx *c, yaml_node_t *v, yaml_node_type_t type, const ch
 	return true;
 }
 
+static int method_item(struct pctx *c, struct rb *b, yaml_node_t *item, const char *m, void *ud)
+{
+	int bit = m ? up_method_bit(m) : -EINVAL;
+
+	(void)ud;
+	if (!m)
+		problem(c, item, "'methods' must be a list of strings; this entry is not a string");
+	else if (bit < 0)
+		problem(c, item,
+			"invalid method '%s'; methods are uppercase HTTP verbs: "
+			"GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, CONNECT, TRACE",
+			m);
+	else
+		b->r.methods |= 1u << bit;
+	return 0;
+}
+
 static int key_methods(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
 	b->methods = k;
 	if (!is_a(c, v, YAML_SEQUENCE_NODE,
 		  "'methods' must be a list of strings, e.g. methods: [GET, POST]"))
 		return 0;
-	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
-	     i++) {
-		yaml_node_t *item = node(c, *i);
-		const char *m = str(item);
-		int bit = m ? up_method_bit(m) : -EINVAL;
-
-		if (!m)
-			problem(c, item,
-				"'methods' must be a list of strings; this entry is not a string");
-		else if (bit < 0)
-			problem(c, item,
-				"invalid method '%s'; methods are uppercase HTTP verbs: "
-				"GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, CONNECT, TRACE",
-				m);
-		else
-			b->r.methods |= 1u << bit;
-	}
-	return 0;
+	return each_item(c, b, v, "methods", method_item, NULL);
 }
 
 static int read_header(struct pctx *c, struct rb *b, yaml_node_t *kn, yaml_node_t *vn)
@@ -381,10 +391,26 @@ static int key_l4(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 	return 0;
 }
 
-static int key_cidrs(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
+static int cidr_item(struct pctx *c, struct rb *b, yaml_node_t *item, const char *s, void *ud)
 {
 	char norm[64];
 
+	(void)ud;
+	if (!s)
+		problem(c, item,
+			"'cidrs' must be a list of CIDR strings; this entry is not a string");
+	else if (up_cidr_normalize(s, norm, sizeof(norm)) < 0)
+		problem(c, item,
+			"invalid CIDR '%s'; write an address with an optional prefix length, e.g. "
+			"10.0.0.0/8 or 2001:db8::/32",
+			s);
+	else if (strv_add(&b->r.cidrs, &b->r.n_cidrs, norm) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int key_cidrs(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
+{
 	b->cidrs = k;
 	if (!v || v->type != YAML_SEQUENCE_NODE) {
 		problem(c, v, "'cidrs' must be a list of CIDR strings, e.g. cidrs: ['10.0.0.0/8']");
@@ -394,27 +420,7 @@ static int key_cidrs(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *
 		problem(c, v, "'cidrs' is an empty list; omit it instead");
 		return 0;
 	}
-	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
-		     "cidrs"))
-		return 0;
-	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
-	     i++) {
-		yaml_node_t *item = node(c, *i);
-		const char *s = str(item);
-
-		if (!s)
-			problem(c, item,
-				"'cidrs' must be a list of CIDR strings; this entry is not a "
-				"string");
-		else if (up_cidr_normalize(s, norm, sizeof(norm)) < 0)
-			problem(c, item,
-				"invalid CIDR '%s'; write an address with an optional prefix "
-				"length, e.g. 10.0.0.0/8 or 2001:db8::/32",
-				s);
-		else if (strv_add(&b->r.cidrs, &b->r.n_cidrs, norm) < 0)
-			return -ENOMEM;
-	}
-	return 0;
+	return each_item(c, b, v, "cidrs", cidr_item, NULL);
 }
 
 /* refresh: DURATION, how often the daemon renews the rule's {{exec:...}} values. */
@@ -438,6 +444,19 @@ static int key_refresh(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t
 	return 0;
 }
 
+static int aws_action_item(struct pctx *c, struct rb *b, yaml_node_t *item, const char *s, void *ud)
+{
+	(void)ud;
+	if (!s || !up_aws_action_valid(s))
+		problem(c, item,
+			"'%.100s' is not an AWS action name; write it as the API names it, letters "
+			"and digits (at most %d), e.g. AssumeRole",
+			s ? s : "?", UP_MAX_AWS_ACTION_LEN);
+	else if (strv_add(&b->r.aws_actions, &b->r.n_aws_actions, s) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* aws_allow_credential_actions: [NAME, ...], the credential-issuing AWS actions re-signed. */
 static int key_aws_actions(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v)
 {
@@ -449,23 +468,7 @@ static int key_aws_actions(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_no
 			"names, e.g. aws_allow_credential_actions: [AssumeRole]");
 		return 0;
 	}
-	if (too_many(c, v, (size_t)(v->data.sequence.items.top - v->data.sequence.items.start),
-		     "aws_allow_credential_actions"))
-		return 0;
-	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
-	     i++) {
-		yaml_node_t *item = node(c, *i);
-		const char *s = str(item);
-
-		if (!s || !up_aws_action_valid(s))
-			problem(c, item,
-				"'%.100s' is not an AWS action name; write it as the API names "
-				"it, letters and digits (at most %d), e.g. AssumeRole",
-				s ? s : "?", UP_MAX_AWS_ACTION_LEN);
-		else if (strv_add(&b->r.aws_actions, &b->r.n_aws_actions, s) < 0)
-			return -ENOMEM;
-	}
-	return 0;
+	return each_item(c, b, v, "aws_allow_credential_actions", aws_action_item, NULL);
 }
 
 typedef int (*key_fn)(struct pctx *c, struct rb *b, yaml_node_t *k, yaml_node_t *v);
@@ -754,7 +757,7 @@ int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const 
 	_cleanup_(freep) char *text = NULL;
 	struct stat st;
 	size_t len = 0;
-	ssize_t n;
+	int r;
 
 	if (!label)
 		label = path;
@@ -770,22 +773,18 @@ int up_ruleset_load_file(struct up_ruleset *rs, enum up_rule_layer layer, const 
 					    json_sprintf("%s: not a regular file", label));
 		return -EINVAL;
 	}
-	text = malloc(UP_MAX_RULES_FILE_SIZE + 1);
-	if (!text)
-		return -ENOMEM;
-	while ((n = read(fd, text + len, UP_MAX_RULES_FILE_SIZE + 1 - len)) > 0)
-		len += (size_t)n;
-	if (n < 0) {
-		(void)json_array_append_new(
-			problems,
-			json_sprintf("%s: cannot read the rules file: %s", label, strerror(errno)));
-		return -EINVAL;
-	}
-	if (len > UP_MAX_RULES_FILE_SIZE) {
+	r = up_read_file_fd(fd, UP_MAX_RULES_FILE_SIZE, &text, &len);
+	if (r == -EFBIG) {
 		(void)json_array_append_new(problems,
 					    json_sprintf("%s: larger than %d bytes; split it",
 							 label, UP_MAX_RULES_FILE_SIZE));
 		return -EINVAL;
+	}
+	if (r < 0) {
+		(void)json_array_append_new(
+			problems,
+			json_sprintf("%s: cannot read the rules file: %s", label, strerror(-r)));
+		return r == -ENOMEM ? r : -EINVAL;
 	}
 	return up_ruleset_load_string(rs, layer, label, text, len, problems);
 }
