@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * uplink clean: agent-uplink 0.4.1's `clean` (reference §10.2). Exactly one selector;
+ * uplink clean, as agent-uplink 0.4.1's `clean` behaves. Exactly one selector;
  * the list of what goes, a [y/N] question on stdin unless -y (EOF is no, as 0.4.1's
  * input() has it, terminal or not), then the daemon stops our sessions and deletes
  * foreign namespaces. Messages go to stderr, the question to stdout, as in 0.4.1.

@@ -2,10 +2,11 @@
 #pragma once
 
 /*
- * AWS profiles (reference §6): the agent pod gets one dummy access key per profile in an
- * INI ~/.aws/credentials; the host exports each profile's real credentials with the aws
- * CLI, and the mitm re-signs requests made with a dummy key using the real one (the
- * addon's uplink_aws_creds option, a JSON map dummy key -> real credentials).
+ * AWS profiles (docs/architecture.md, "What a session borrows from the host"): the agent
+ * pod gets one dummy access key per profile in an INI ~/.aws/credentials; the host exports
+ * each profile's real credentials with the aws CLI, and the mitm re-signs requests made
+ * with a dummy key using the real one (the addon's uplink_aws_creds option, a JSON map
+ * dummy key -> real credentials).
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -15,7 +16,7 @@
 #include "util.h"
 
 #define UP_AWS_AKID_LEN	    20
-/* §6.2: "DUMMYsecret", 28 zeros, "A" (40 characters, as a real secret key). */
+/* Every profile's dummy secret: "DUMMYsecret", 28 zeros, "A" (40 characters, as a real one). */
 #define UP_AWS_DUMMY_SECRET "DUMMYsecret0000000000000000000000000000A"
 
 /* Full match of [A-Za-z0-9._-]+ (an INI section name that cannot inject another). */

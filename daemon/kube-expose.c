@@ -148,7 +148,6 @@ static bool token_ok(const char *t)
 	return true;
 }
 
-/* §7.2 checks 1-6: what the cluster side must have; `host` is filled. */
 /*
  * The port of an https server URL (443 when it names none), or -EINVAL when its authority
  * holds a user name or password (it would reach the agent's kubeconfig) or a bad port.
@@ -172,6 +171,13 @@ static bool host_ok(const char *host)
 	return *host && strspn(host, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(host);
 }
 
+/*
+ * What the cluster side must have, checked in this order (the first failure is reported):
+ * a cluster and a user entry; a server URL without a user name or password in it; no
+ * insecure-skip-tls-verify, and a CA that holds a PEM certificate; an https URL with a
+ * valid port and a host that is a DNS name or an IP address; no tls-server-name; an API
+ * host no earlier context has. `host` and `port` are filled.
+ */
 static int check_cluster(const struct up_kube_exposed *k, const struct up_kube_context *c,
 			 char *host, size_t host_len, int *port, char *why, size_t len)
 {
@@ -233,7 +239,11 @@ static int check_cluster(const struct up_kube_exposed *k, const struct up_kube_c
 	return 0;
 }
 
-/* §7.2 checks 7-9, then the credential itself. */
+/*
+ * The user side, after check_cluster(): no exec or auth-provider plugin, no username and
+ * password; then a token (or tokenFile: it wins over a client certificate) that can go in
+ * a header, or else a client certificate and key, not for an IPv6 API host.
+ */
 static int take_credential(struct up_kube_exposed_ctx *x, const struct up_kube_context *c,
 			   const char *host, char *why, size_t len)
 {

@@ -8,11 +8,12 @@
 #include "util.h"
 
 /*
- * --kube-context (reference §7): host kubeconfig contexts exposed to the agent. The agent
- * pod gets a kubeconfig without credentials; the mitm injects the bearer token (a kube
- * rule) or presents the client certificate (Secret kube-client-certs), and trusts the
- * cluster CAs next to the public roots. Everything here is pure but up_kube_expose_load(),
- * which reads kubeconfigs (blocking: the thread pool).
+ * --kube-context: host kubeconfig contexts exposed to the agent (docs/architecture.md,
+ * "What a session borrows from the host"). The agent pod gets a kubeconfig without
+ * credentials; the mitm injects the bearer token (a kube rule) or presents the client
+ * certificate (Secret kube-client-certs), and trusts the cluster CAs next to the public
+ * roots. Everything here is pure but up_kube_expose_load(), which reads kubeconfigs
+ * (blocking: the thread pool).
  */
 
 struct up_kube_context;
@@ -52,11 +53,13 @@ struct up_kube_exposed *up_kube_exposed_free(struct up_kube_exposed *k);
 void up_kube_exposed_freep(struct up_kube_exposed **k);
 
 /*
- * Checks one context as read by up_kubeconfig_inspect() against reference §7.2, in its
- * order (no cluster, no user, no server, insecure-skip-tls-verify, no CA, an API host
- * another context has, exec or auth-provider, username/password, no credential), and adds
- * it. A tokenFile is read here. 0, or -EINVAL with `why` naming the context and never a
- * secret.
+ * Checks one context as read by up_kubeconfig_inspect(), in this order, the first failure
+ * being the one reported: no cluster, no user, no server (or one with a user name or
+ * password in it), insecure-skip-tls-verify, no CA, a URL that is not https or whose port
+ * or host is bad, tls-server-name, an API host another context has, exec or
+ * auth-provider, username/password, no credential (or a token that cannot go in a header,
+ * a client certificate for an IPv6 host); and adds it. A tokenFile is read here. 0, or
+ * -EINVAL with `why` naming the context and never a secret.
  */
 int up_kube_expose_add(struct up_kube_exposed *k, const struct up_kube_context *c, char *why,
 		       size_t len) _wur_;

@@ -165,7 +165,11 @@ static int agent_volumes(struct render *c, json_t *volumes, json_t *mounts)
 	return 0;
 }
 
-/* The git overlay at the include path, and each host mount at its own path (§4.7). */
+/*
+ * The agent pod's volumes for the extras: the kubeconfig of --kube-context, the git overlay
+ * at the include path, the dummy AWS credentials as ~/.aws/credentials, and each host mount
+ * at its own path (a hostPath of type Directory or File, read-only as asked).
+ */
 static int extras_volumes(struct render *c, json_t *volumes, json_t *mounts)
 {
 	const struct up_session_extras *x = c->s->extras;

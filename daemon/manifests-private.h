@@ -13,7 +13,7 @@
 /* The session's own objects beyond the agent's (struct up_session_extras). */
 #define GIT_SECRET	    "git-config"
 #define GIT_KEY		    "agent-uplink.inc"
-#define GIT_INCLUDE	    "/etc/gitconfig.d/agent-uplink.inc" /* agents/claude/gitconfig includes it */
+#define GIT_INCLUDE	    "/etc/gitconfig.d/agent-uplink.inc" /* agents/common/gitconfig includes it */
 #define UPSTREAM_CA_SECRET  "upstream-ca"
 #define UPSTREAM_CA_DIR	    "/upstream-ca"
 #define MOUNT_PREFIX	    "mount-"

@@ -287,7 +287,11 @@ static int render_files(struct render *c, const char *name, const struct up_ssh_
 	return manifests_add(c, o);
 }
 
-/* §4.3: the upstream CA bundle, the git overlay, the SSH keys; each only when there is one. */
+/*
+ * The extras' data objects, in this order: the kube contexts' kubeconfig and client
+ * certificates, the upstream CA bundle, AWS, the git overlay, the SSH keys; each only when
+ * there is one (docs/architecture.md, "What a session borrows from the host").
+ */
 static int render_extras_data(struct render *c)
 {
 	const struct up_session_extras *x = c->s->extras;
@@ -304,7 +308,7 @@ static int render_extras_data(struct render *c)
 		if (r < 0 || (r = manifests_add(c, TAKE_PTR(o))) < 0)
 			return json_decref(o), r;
 	}
-	if (x && x->aws_creds_json && x->aws_ini) { /* §4.3: the real keys, then the dummies */
+	if (x && x->aws_creds_json && x->aws_ini) { /* the mitm's real keys, then the dummies */
 		o = data_object(c, true, AWS_MITM_SECRET);
 		r = o ? manifests_data_put(o, true, AWS_MITM_KEY, x->aws_creds_json,
 					   strlen(x->aws_creds_json))

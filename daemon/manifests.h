@@ -11,9 +11,10 @@
 /*
  * A session's Kubernetes objects, from the YAML templates in manifests/ (parsed once at
  * start-up into jansson trees) filled in by code, field by field: never by substituting
- * strings. The objects carry the crash-proof GC labels and annotations of DESIGN.md and
- * its security posture (default-deny, agent egress only to mitm:8080, no DNS for the
- * agent, a hardened mitm, the CA key and the rules only in the mitm's Secrets).
+ * strings. The objects carry the labels and annotations the reaper relies on
+ * (docs/architecture.md, "The reaper's invariants"; manifests/namespace.yaml) and the
+ * security posture (default-deny, agent egress only to mitm:8080, no DNS for the agent, a
+ * hardened mitm, the CA key and the rules only in the mitm's Secrets).
  *
  * Names of the objects uplinkd itself adds to a session:
  */
@@ -25,7 +26,7 @@
 #define UP_MANIFEST_AWS_KEY	    "creds.json"
 #define UP_MANIFEST_CA_CONFIGMAP    "uplink-ca" /* key ca.crt, the certificate alone; agent */
 #define UP_MANIFEST_AGENT_CA_PATH   "/etc/uplink/ca/ca.crt"
-/* --ssh-key-dir (reference §8.2): the holder Pod and Service, also the agent's hostAliases name */
+/* --ssh-key-dir: the holder Pod and Service, also the agent's hostAliases name */
 #define UP_MANIFEST_SSH_AGENT	    "ssh-agent"
 #define UP_MANIFEST_SSH_KEYS_SECRET "ssh-agent-keys" /* the private keys; the holder pod only */
 #define UP_MANIFEST_SSH_PUB_SECRET  "ssh-pub"	     /* <key>.pub, config, certificates; agent */

@@ -368,7 +368,7 @@ static void warn_start(struct up_request *req, const struct up_session_opts *o)
 {
 	const struct up_session_extra *x = o->extra;
 
-	/* Either SSH flag alone only warns (reference §1.4 item 3). */
+	/* Either SSH flag alone is allowed, with a warning: keys but no TCP 22, or 22, no keys. */
 	if (json_array_size(x->out.ssh_cidrs) > 0 && !x->ssh_key_dir) {
 		char *cidrs = up_json_join(x->out.ssh_cidrs, ", ");
 		warn(req, "TCP 22 egress to %s is open but no SSH keys are mounted",

@@ -10,7 +10,8 @@
 #include "util.h"
 
 /*
- * The audit log of a session (DESIGN.md "Rules and credentials", "State on disk").
+ * The audit log of a session (README.md, "What the daemon does on its own"; store.h has the
+ * folder it lives in).
  *
  * While a session runs, its follower streams the mitm container's log
  * (follow=true), keeps only the addon's audit lines (JSON objects whose "uplink" is

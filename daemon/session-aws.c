@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A session's AWS profiles (reference §6, daemon/aws.h), on the threadpool while PREPARING:
- * --aws-profiles in order, then the agent's own, each once; the agent's dummy INI; the real
- * credentials exported on the host for the mitm's Secret.
+ * A session's AWS profiles (daemon/aws.h; docs/architecture.md, "What a session borrows from
+ * the host"), on the threadpool while PREPARING: --aws-profiles in order, then the agent's
+ * own, each once; the agent's dummy INI; the real credentials exported on the host for the
+ * mitm's Secret.
  */
 #include <errno.h>
 #include <stdio.h>

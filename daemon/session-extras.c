@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * uplink run's host-side extras (reference §1.4, §8): --ssh-cidr and --git-https-rewrite,
- * checked on the loop; --add-dir, --mount-rw, --mount-ro and --mitm-ca-cert, which need the
- * file system, resolved on the threadpool before anything reaches the cluster.
+ * uplink run's host-side extras: --ssh-cidr and --git-https-rewrite, checked on the loop;
+ * --add-dir, --mount-rw, --mount-ro and --mitm-ca-cert, which need the file system,
+ * resolved on the threadpool before anything reaches the cluster.
  */
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -7,9 +7,9 @@
 #include "util.h"
 
 /*
- * The session's git overlay (reference §8.3): the file the agent image's /etc/gitconfig
- * includes from /etc/gitconfig.d/agent-uplink.inc. The image itself rewrites github.com,
- * gitlab.com and bitbucket.org SSH URLs to HTTPS (agents/claude/gitconfig).
+ * The session's git overlay: the file the agent image's /etc/gitconfig includes from
+ * /etc/gitconfig.d/agent-uplink.inc. The image itself rewrites github.com, gitlab.com and
+ * bitbucket.org SSH URLs to HTTPS (agents/common/gitconfig).
  */
 
 /* A --git-https-rewrite host: [A-Za-z0-9.-]+ with an optional :port. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Credentials renewed while a session runs (DESIGN.md "Rules and credentials"):
+ * Credentials renewed while a session runs (README.md, "What the daemon does on its own"):
  *
  *  - AWS: the profiles' exports, a little before the earliest expires; the mitm's
  *    aws-sigv4-creds Secret gets the new map.

@@ -10,7 +10,7 @@
 #include "util.h"
 
 /*
- * The life of a session (DESIGN.md "Sessions"):
+ * The life of a session (docs/architecture.md, "Session states"):
  *
  *   PREPARING -> BUILDING -> DEPLOYING -> STARTING -> RUNNING
  *        (a step may be skipped forward: no build when the image exists)

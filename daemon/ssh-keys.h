@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * --ssh-key-dir (reference §8.2, the [later] relay design): which files of the folder go to
- * the ssh-agent holder pod (private keys), which to the agent's ~/.ssh (the public halves,
- * derived with ssh-keygen, certificates and the config), and which stay home.
+ * --ssh-key-dir (docs/architecture.md, "What a session borrows from the host"): which files
+ * of the folder go to the ssh-agent holder pod (private keys), which to the agent's ~/.ssh
+ * (the public halves, derived with ssh-keygen, certificates and the config), and which stay
+ * home.
  */
 #pragma once
 

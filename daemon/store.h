@@ -11,7 +11,9 @@
 #include "util.h"
 
 /*
- * Session records on disk (DESIGN.md "State on disk", "Crash-proof garbage collection").
+ * Session records on disk. A record is written before any object of its session exists in
+ * the cluster, so that a restarted daemon finds what to clean up (docs/architecture.md,
+ * "The reaper's invariants").
  *
  *   <base>/                      base: $XDG_STATE_HOME/uplink, else ~/.local/state/uplink
  *     sessions/<id>.json         one record per session, mode 0600

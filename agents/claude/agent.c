@@ -3,8 +3,9 @@
  * Claude Code. --anthropic: the host's OAuth login, refreshed on the host, a fake login
  * in the pod and the real token injected by the mitm. --bedrock: a bearer token from the
  * keyring entry bedrock/key, injected on bedrock-runtime.<region>.amazonaws.com. Either
- * way: the host's settings.json transformed, CLAUDE.md with a sandbox note, the cwd
- * mounted at the same path, and `claude` run under tmux as the host user (reference §5).
+ * way: the host's settings.json transformed and ~/.claude.json sanitized (settings.c),
+ * CLAUDE.md with a sandbox note, the cwd mounted at the same path, and `claude` run under
+ * tmux as the host user.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Claude Code's host files as the pod sees them: settings.json transformed (reference
- * §5.3), ~/.claude.json with MCP servers' Authorization headers replaced (§5.4), and
- * CLAUDE.md with the sandbox section appended (agent-util.c has the helpers every agent
- * shares).
+ * Claude Code's host files as the pod sees them (agent-util.c has the helpers every agent
+ * shares):
+ *  - settings.json: `sandbox` and `apiKeyHelper` dropped, credential-looking env values
+ *    replaced by the placeholder, the Bedrock env added in that mode, and the permissions
+ *    set to auto mode without the dangerous-mode prompt;
+ *  - ~/.claude.json: every MCP server's Authorization header (top level and per project)
+ *    replaced by a placeholder, primaryApiKey dropped;
+ *  - CLAUDE.md with the sandbox section appended.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,7 +25,10 @@
 
 /* ---------------------------------------------------------------- settings.json */
 
-/* AWS profile names as reference §6.1 allows them (they end up in INI section names). */
+/*
+ * An AWS profile name: 1 to 127 letters, digits, '.', '_' or '-'. It ends up as an INI
+ * section name in the pod's ~/.aws/credentials, so it must not be able to start another.
+ */
 static bool aws_profile_ok(const char *s)
 {
 	return s && *s && strlen(s) < 128 &&

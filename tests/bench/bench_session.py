@@ -3,7 +3,8 @@
 the last object submitted (no image build: --image; no pod start-up: that is the
 cluster's), and the API requests one start costs. Prints figures; asserts nothing.
 
-Target (DESIGN.md, Performance): under 50 ms, with the objects applied concurrently.
+Target: under 50 ms from request to every object submitted, with the objects applied
+concurrently.
 
     /usr/bin/python3 tests/bench/bench_session.py [--build build] [--runs 20]
 """

@@ -2,8 +2,8 @@
 """Round trips to uplinkd: whole `uplink status` processes, raw RPC calls over one
 connection, and the resident memory of an idle daemon. Prints figures; asserts nothing.
 
-Targets (DESIGN.md, Performance): a whole `uplink status` in a few milliseconds;
-idle RSS under 10 MB.
+Targets: a whole `uplink status` (client start, RPC, answer) in a few milliseconds; idle
+RSS under 10 MB.
 
     /usr/bin/python3 tests/bench/bench_status.py [--build build] [--runs 300]
 """

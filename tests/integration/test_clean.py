@@ -1,7 +1,7 @@
-"""`uplink clean` against the fake API server: 0.4.1's selectors, prompt and exit codes
-(reference §10.2), foreign namespaces (no uplink.dev/owner label: the Python tool's or
-another user's) listed and removed only on request, our own sessions stopped through
-the daemon, and --wait."""
+"""`uplink clean` against the fake API server: agent-uplink 0.4.1's selectors, prompt and
+exit codes (exactly one selector, else exit 2; a [y/N] question unless -y, EOF is no),
+foreign namespaces (no uplink.dev/owner label: the Python tool's or another user's) listed
+and removed only on request, our own sessions stopped through the daemon, and --wait."""
 
 import time
 

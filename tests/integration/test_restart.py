@@ -1,5 +1,5 @@
 """uplinkd killed (-9) and restarted: nothing it created may leak, and what runs keeps
-running (DESIGN.md, Crash-proof garbage collection)."""
+running (docs/architecture.md, "The reaper's invariants")."""
 
 import json
 import signal

@@ -1,9 +1,10 @@
-"""AWS profiles end to end (reference §6): the real daemon against the fake API server with
-an `aws` CLI stand-in first on its PATH; what it puts in the cluster fed to the real
-mitmdump running the real addon (the SigV4 harness of tests/integration/addon), whose
-re-signed requests botocore verifies with the real secret; the daemon renewing the
-credentials before they expire (UPLINK_DEBUG_TIME_DIVISOR=60 makes minutes seconds), and
-telling the user once when it cannot."""
+"""AWS profiles end to end (docs/architecture.md, "What a session borrows from the host"):
+the real daemon against the fake API server with an `aws` CLI stand-in first on its PATH;
+what it puts in the cluster fed to the real mitmdump running the real addon (the SigV4
+harness of tests/integration/addon), whose re-signed requests botocore verifies with the
+real secret; the daemon renewing the credentials before they expire
+(UPLINK_DEBUG_TIME_DIVISOR=60 makes minutes seconds), and telling the user once when it
+cannot."""
 
 import base64
 import hashlib

@@ -1,5 +1,5 @@
-"""`uplink run` flags for mounts, SSH, git and the mitm (reference §1.4, §3.6, §4, §8), seen
-through `--dry-run`: for each flag the objects it produces, and every validation message in
+"""`uplink run` flags for mounts, SSH, git, kube contexts, AWS and the mitm, seen through
+`--dry-run`: for each flag the objects it produces, and every validation message in
 full. The real daemon and client, the fake API server; nothing reaches the cluster."""
 
 import base64
@@ -198,7 +198,7 @@ def test_ssh_cidr_opens_tcp_22_to_exactly_those_networks(env):
     assert [e for e in egress if e not in rules] == plain[("NetworkPolicy", "agent-egress")]["spec"]["egress"]
 
 
-# ---------------------------------------------------------------- --ssh-key-dir (§8.2)
+# ---------------------------------------------------------------- --ssh-key-dir
 
 def derived_pub(path):
     return subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True,
@@ -868,7 +868,7 @@ def test_all_extras_together_are_accepted_by_the_api_server(env, tmp_path):
     assert k.returncode == 0, k.stderr
 
 
-# ---------------------------------------------------------------- --kube-context (reference §7)
+# ---------------------------------------------------------------- --kube-context
 
 def kube_files(env):
     fk = env.fk
@@ -1013,7 +1013,7 @@ def write_kubeconfig(env, name, cluster, user, context=None):
 
 OK_CLUSTER = {"server": "https://api.example.test:6443", "certificate-authority-data": "CA"}
 KUBE_ERRORS = [
-    # cluster, user, context, message after "--kube-context c: " (reference §7.2, in order)
+    # cluster, user, context, message after "--kube-context c: ", in the order of the checks
     (OK_CLUSTER, {"token": "uplink-sentinel-k"}, {"cluster": "gone", "user": "u"}, "no cluster found in kubeconfig"),
     (OK_CLUSTER, {"token": "uplink-sentinel-k"}, {"cluster": "cl"}, "no user found in kubeconfig"),
     ({"certificate-authority-data": "CA"}, {"token": "uplink-sentinel-k"}, None, "cluster has no server URL"),
@@ -1084,7 +1084,7 @@ def test_the_deploy_cluster_is_not_exposed_unless_asked(env):
     (env.project / ".uplink.yaml").write_text("expose_deploy_cluster: true\n")
     r = env.run("claude", "--dry-run", "--image", "example/agent:1", check=1)
     assert "unknown key 'expose_deploy_cluster'" in r.stderr
-# ---------------------------------------------------------------- AWS profiles (reference §6)
+# ---------------------------------------------------------------- AWS profiles
 
 def dummy_akid(profile):
     return "AKIA" + hashlib.sha256(profile.encode()).hexdigest()[:16].upper()
@@ -1156,7 +1156,7 @@ def test_aws_profiles_dummy_keys_for_the_agent_real_ones_for_the_mitm(env, args,
     assert {"name": "aws-sigv4-creds", "mountPath": "/aws-creds", "readOnly": True} in mitm["containers"][0]["volumeMounts"]
     assert {"name": "aws-sigv4-creds", "secret": {"secretName": "aws-sigv4-creds"}} in mitm["volumes"]
     assert "agent-aws-creds" not in json.dumps(by[("Pod", "mitm")])
-    # created before the policies and pods, the real keys first (§4.3)
+    # created before the policies and pods, the real keys first (render_extras_data())
     assert names.index("Secret/aws-sigv4-creds") < names.index("ConfigMap/agent-aws-creds") < \
         names.index("NetworkPolicy/default-deny")
     # nothing secret in what the client printed on stderr, or in the daemon's log

@@ -59,7 +59,10 @@ static int add(struct up_kube_exposed *k, const char *text, const char *name, ch
 static const struct {
 	const char *cluster, *user, *extra, *want;
 } refusals[] = {
-	/* Each case breaks every later check too: the earliest must win (reference §7.2). */
+	/*
+	 * Where a case breaks several checks, the earliest in the order of check_cluster() and
+	 * take_credential() must win.
+	 */
 	{"server: https://a.test", "exec: {command: x}", "cluster: nowhere, user: u",
 	 "no cluster found in kubeconfig"},
 	{"insecure-skip-tls-verify: true", "exec: {command: x}", "cluster: cl, user: nobody",

@@ -1,8 +1,10 @@
 """Fixtures for the rules tests: uplinkd with a private Secret Service.
 
 A private dbus-daemon (our own child) and gnome-keyring-daemon started with
---unlock on it, exactly as reference/real-components.md section 2 says; the
-keyring daemon exits by itself when its bus goes away.
+--unlock on it, in a throwaway HOME and XDG_RUNTIME_DIR. Started any other way
+(by D-Bus activation), gnome-keyring comes up locked, wants a prompter it cannot
+show without a display, and every store fails. The keyring daemon exits by
+itself when its bus goes away.
 """
 import os
 import shutil
