@@ -23,16 +23,11 @@
 #include "session-audit.h"
 #include "session-private.h"
 #include "store.h"
+#include "write-queue.h"
 
 #define MITM_POD       "mitm"
 #define MITM_CONTAINER "mitm"
 #define AUDIT_FILE     "audit.jsonl"
-
-struct chunk {
-	struct chunk *next;
-	size_t len;
-	char data[];
-};
 
 struct up_audit_sub {
 	struct up_list link; /* audit::subs */
@@ -57,18 +52,15 @@ struct audit {
 	struct up_list subs; /* up_audit_sub::link */
 	/* the file */
 	uv_work_t open_work;
-	bool opening, busy;
-	uv_fs_t req;
-	uv_file fd;
+	bool opening;
+	uv_file open_fd; /* open_run()'s result, handed to the queue by open_after() */
 	int open_error;
-	struct chunk *head, *tail;
-	size_t queued, dropped;
+	struct up_write_queue file;
 };
 
 static struct up_list followers = {&followers, &followers};
 
 static void open_stream(struct audit *a);
-static void write_next(struct audit *a);
 
 static struct audit *find(const char *id)
 {
@@ -116,13 +108,9 @@ bool up_audit_event_denied(const json_t *event)
 
 static void maybe_free(struct audit *a)
 {
-	if (!a->done || a->opening || a->busy || a->fd >= 0 || a->timer)
+	if (!a->done || a->opening || up_write_queue_busy(&a->file) || a->timer)
 		return;
-	while (a->head) {
-		struct chunk *c = a->head;
-		a->head = c->next;
-		free(c);
-	}
+	up_write_queue_clear(&a->file);
 	free(a);
 }
 
@@ -149,93 +137,33 @@ static void finish(struct audit *a)
 	}
 	if (a->timer)
 		uv_close((uv_handle_t *)a->timer, timer_closed);
-	if (a->dropped)
+	if (a->file.dropped)
 		log_warning("Session %s: %zu bytes of audit log could not be written to %s", a->id,
-			    a->dropped, a->path);
+			    a->file.dropped, a->path);
 	up_list_for_each_safe (pos, tmp, &a->subs) {
 		struct up_audit_sub *sub = up_container_of(pos, struct up_audit_sub, link);
 		up_list_remove(&sub->link);
 		sub->end(sub->ud);
 		free(sub);
 	}
-	write_next(a); /* closes the file once the queue is written */
+	up_write_queue_close(&a->file); /* once the queue is written */
 	maybe_free(a);
 }
 
-/* ---- the file: opened (and its lines counted) on the threadpool, appended with uv_fs ---- */
+/* ---- the file: opened (and its lines counted) on the threadpool, appended in order ---- */
 
-static void on_fs(uv_fs_t *req)
+static void write_failed(void *ud, int error)
 {
-	struct audit *a = req->data;
-	uv_fs_type type = req->fs_type;
-	ssize_t res = req->result;
+	struct audit *a = ud;
 
-	uv_fs_req_cleanup(req);
-	a->busy = false;
-	if (type == UV_FS_WRITE) {
-		struct chunk *c = a->head;
-		a->head = c->next;
-		if (!a->head)
-			a->tail = NULL;
-		a->queued -= c->len;
-		if (res < 0 && !a->open_error) {
-			log_warning("Session %s: cannot write %s: %s; the audit log stops here",
-				    a->id, a->path, uv_strerror((int)res));
-			a->open_error = (int)res;
-		}
-		free(c);
-	}
-	write_next(a);
-	maybe_free(a);
+	log_warning("Session %s: cannot write %s: %s; the audit log stops here", a->id, a->path,
+		    uv_strerror(error));
 }
 
-static void write_next(struct audit *a)
+static void file_closed(void *ud, int error)
 {
-	int k;
-
-	if (a->busy || a->opening || a->fd < 0)
-		return;
-	if (a->head && !a->open_error) {
-		uv_buf_t b = uv_buf_init(a->head->data, (unsigned)a->head->len);
-		k = uv_fs_write(a->loop, &a->req, a->fd, &b, 1, -1, on_fs);
-	} else if (a->done) {
-		k = uv_fs_close(a->loop, &a->req, a->fd, on_fs);
-		a->fd = -1;
-	} else {
-		return;
-	}
-	if (k < 0) {
-		a->open_error = k;
-		if (a->fd >= 0) {
-			(void)close(a->fd);
-			a->fd = -1;
-		}
-		return;
-	}
-	a->busy = true;
-}
-
-static void append(struct audit *a, const char *line, size_t len)
-{
-	struct chunk *c;
-
-	if (a->open_error)
-		return;
-	if (a->queued + len + 1 > UP_AUDIT_QUEUE_MAX || !(c = malloc(sizeof(*c) + len + 1))) {
-		a->dropped += len + 1;
-		return;
-	}
-	c->next = NULL;
-	c->len = len + 1;
-	memcpy(c->data, line, len);
-	c->data[len] = '\n';
-	if (a->tail)
-		a->tail->next = c;
-	else
-		a->head = c;
-	a->tail = c;
-	a->queued += c->len;
-	write_next(a);
+	(void)error;
+	maybe_free(ud);
 }
 
 /* Counts the lines already in the file (a restart picks up where the last run was). */
@@ -260,7 +188,7 @@ static void open_run(uv_work_t *w)
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++)
 			a->seen += buf[i] == '\n';
-	a->fd = fd;
+	a->open_fd = fd;
 }
 
 static void open_after(uv_work_t *w, int status)
@@ -272,8 +200,8 @@ static void open_after(uv_work_t *w, int status)
 	if (a->open_error < 0)
 		log_warning("Session %s: cannot open %s: %s; its audit log is not kept", a->id,
 			    a->path, strerror(-a->open_error));
+	up_write_queue_start(&a->file, a->open_fd, a->open_error);
 	if (a->done) {
-		write_next(a);
 		maybe_free(a);
 		return;
 	}
@@ -297,7 +225,7 @@ static int on_line(const char *line, size_t len, void *ud)
 	}
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
 		len--;
-	append(a, line, len);
+	up_write_queue_push(&a->file, line, len, true);
 	if (up_audit_event_denied(ev)) {
 		char what[512];
 		(void)snprintf(what, sizeof(what), "%s %s%s",
@@ -396,19 +324,19 @@ void up_session_audit_start(struct up_session *s)
 	a->loop = s->all->loop;
 	a->cluster = s->cluster;
 	a->notifier = session_notifier(s);
-	a->fd = -1;
+	a->open_fd = -1;
+	up_write_queue_init(&a->file, a->loop, UP_AUDIT_QUEUE_MAX, write_failed, file_closed, a);
 	(void)snprintf(a->id, sizeof(a->id), "%s", s->id);
 	(void)snprintf(a->ns, sizeof(a->ns), "%s", s->ns);
 	up_list_init(&a->subs);
 	(void)uv_timer_init(a->loop, a->timer);
 	a->timer->data = a;
-	a->req.data = a;
 	a->open_work.data = a;
 	up_list_insert_tail(&followers, &a->link);
 	a->opening = true;
 	if (uv_queue_work(a->loop, &a->open_work, open_run, open_after) < 0) {
 		a->opening = false;
-		a->open_error = -ENOMEM;
+		up_write_queue_start(&a->file, -1, -ENOMEM);
 		open_stream(a);
 	}
 }
