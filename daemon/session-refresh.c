@@ -776,11 +776,10 @@ void session_refresh_adopted(struct up_session *s)
 
 void session_refresh_free(struct up_session *s)
 {
-	struct session_refresh *rf = s->refresh;
+	struct session_refresh *rf = TAKE_PTR(s->refresh);
 
 	if (!rf)
 		return;
-	s->refresh = NULL;
 	rf->timer = up_loop_timer_free(rf->timer);
 	rf->s = NULL;
 	/* Kubernetes calls in flight see s->refresh NULL and leave rf alone; the resolver is
