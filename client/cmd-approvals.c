@@ -89,6 +89,9 @@ static void print_decided(const json_t *r)
 			       : "");
 	printf("Approved %s (%s): %lld request%s released.\n", up_json_field(r, "id"),
 	       !strcmp(decision, "once") ? "once" : "for the session", n, n == 1 ? "" : "s");
+	/* optional (newer daemons): the rule is not kept where a restarted proxy finds it */
+	if (json_is_string(json_object_get(r, "warning")))
+		fprintf(stderr, "uplink: warning: %s\n", up_json_field(r, "warning"));
 }
 
 /* FILE as the daemon takes it: absolute, its folder resolved (it must exist). */

@@ -57,20 +57,60 @@ static void retry_fired(uv_timer_t *t)
 	poll_held(t->data);
 }
 
+/* Who approved from a notification hears it there when the rules Secret did not take the
+ * rule (the log has it too); the session is looked up again: it may have gone meanwhile. */
+struct keeping {
+	struct up_sessions *all;
+	char session[UP_MAX_APPROVAL_ID];
+};
+
+static void tell_not_kept(struct up_sessions *all, const char *session, const char *warning)
+{
+	struct up_session *s = up_sessions_find(all, session);
+
+	if (s)
+		up_notify_rule_not_kept(session_notifier(s), s->o.agent, session, warning);
+}
+
+static void kept(const char *warning, void *userdata)
+{
+	struct keeping *k = userdata;
+
+	if (warning)
+		tell_not_kept(k->all, k->session, warning);
+	free(k);
+}
+
+static void keep_rule(struct up_approvals *a, const json_t *rule)
+{
+	struct keeping *k = up_new(struct keeping, .all = a->s->all);
+	char warn[UP_APPROVED_WARNING_MAX] = "";
+	int r;
+
+	if (k)
+		(void)snprintf(k->session, sizeof(k->session), "%s", up_session_id(a->s));
+	r = up_session_add_approved_rule(a->s, rule, warn, sizeof(warn), k ? kept : NULL, k);
+	if (r <= 0)
+		free(k);
+	if (r < 0 && *warn)
+		tell_not_kept(a->s->all, up_session_id(a->s), warn);
+}
+
 static void answer_sent(int r, long http_status, json_t *reply, const char *err, void *userdata)
 {
 	struct up_approvals *a = userdata;
+	json_t *rule = a->answer_rule;
 	(void)reply;
 
 	a->answer = NULL;
+	a->answer_rule = NULL;
 	if (r < 0)
 		log_warning("Session %s: the answer from the notification did not reach the proxy "
 			    "(%ld: %s); uplink approvals shows what still waits",
 			    up_session_id(a->s), http_status, err ? err : "no answer");
-	else if (a->answer_rule)
-		(void)up_session_add_approved_rule(a->s, a->answer_rule);
-	json_decref(a->answer_rule);
-	a->answer_rule = NULL;
+	else if (rule)
+		keep_rule(a, rule);
+	json_decref(rule);
 }
 
 /* Sends `decision` on request `n` (with the rule for "session"), the notification's answer. */
