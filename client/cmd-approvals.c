@@ -136,7 +136,8 @@ static int decide(struct up_cli *cli, const struct up_command *cmd, const struct
 							 "approvals lists the IDs)");
 	if (to && (rc = save_path(cmd, to, file, sizeof(file))))
 		return rc;
-	if (strcmp(decision, "once") && strcmp(decision, "deny") &&
+	/* --json: stdout holds the answer only (it names the rule) */
+	if (strcmp(decision, "once") && strcmp(decision, "deny") && !up_args_flag(a, "json") &&
 	    (rc = show_rule(cli, a->argv[0], !strcmp(decision, "save") ? (to ? file : "") : NULL)))
 		return rc;
 	params = json_pack("{s:s, s:s}", "id", a->argv[0], "decision", decision);
