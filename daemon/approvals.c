@@ -190,13 +190,26 @@ static void answered(enum up_notify_answer ans, void *userdata)
 				       json_string_value(json_object_get(e, "host")),
 				       json_string_value(json_object_get(e, "path")));
 		}
-	if (ans == UP_NOTIFY_ALWAYS && rule && (w = calloc(1, sizeof(*w)))) {
-		*w = (struct always){.all = a->s->all, .rule = rule};
-		(void)snprintf(w->session, sizeof(w->session), "%s", up_session_id(a->s));
-		(void)snprintf(w->n, sizeof(w->n), "%s", a->question_id);
-		if (up_approvals_save(a->s, rule, NULL, what, always_saved, w) >= 0)
-			return;
-		free(w);
+	if (ans == UP_NOTIFY_ALWAYS && rule) {
+		char why[256];
+		int r = -ENOMEM;
+
+		if ((w = calloc(1, sizeof(*w)))) {
+			*w = (struct always){.all = a->s->all, .rule = rule};
+			(void)snprintf(w->session, sizeof(w->session), "%s", up_session_id(a->s));
+			(void)snprintf(w->n, sizeof(w->n), "%s", a->question_id);
+			r = up_approvals_save(a->s, rule, NULL, what, always_saved, w);
+			if (r >= 0)
+				return;
+			free(w);
+		}
+		/* as when the save fails (always_saved()): nothing is let through unsaved */
+		(void)snprintf(why, sizeof(why), "the rule cannot be saved: %s", strerror(-r));
+		log_warning("Session %s: \"Always\": %s; request %s still waits",
+			    up_session_id(a->s), why, a->question_id);
+		ask_again(a, a->question_id, why);
+		json_decref(rule);
+		return;
 	}
 	send_answer(a, a->question_id, decision, streq(decision, "session") ? rule : NULL);
 	json_decref(rule);
