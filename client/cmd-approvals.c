@@ -89,6 +89,9 @@ static void print_decided(const json_t *r)
 			       : "");
 	printf("Approved %s (%s): %lld request%s released.\n", up_json_field(r, "id"),
 	       !strcmp(decision, "once") ? "once" : "for the session", n, n == 1 ? "" : "s");
+	/* optional (newer daemons): the rule is not kept where a restarted proxy finds it */
+	if (json_is_string(json_object_get(r, "warning")))
+		fprintf(stderr, "uplink: warning: %s\n", up_json_field(r, "warning"));
 }
 
 /* FILE as the daemon takes it: absolute, its folder resolved (it must exist). */
@@ -133,7 +136,8 @@ static int decide(struct up_cli *cli, const struct up_command *cmd, const struct
 							 "approvals lists the IDs)");
 	if (to && (rc = save_path(cmd, to, file, sizeof(file))))
 		return rc;
-	if (strcmp(decision, "once") && strcmp(decision, "deny") &&
+	/* --json: stdout holds the answer only (it names the rule) */
+	if (strcmp(decision, "once") && strcmp(decision, "deny") && !up_args_flag(a, "json") &&
 	    (rc = show_rule(cli, a->argv[0], !strcmp(decision, "save") ? (to ? file : "") : NULL)))
 		return rc;
 	params = json_pack("{s:s, s:s}", "id", a->argv[0], "decision", decision);

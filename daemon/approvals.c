@@ -57,20 +57,60 @@ static void retry_fired(uv_timer_t *t)
 	poll_held(t->data);
 }
 
+/* Who approved from a notification hears it there when the rules Secret did not take the
+ * rule (the log has it too); the session is looked up again: it may have gone meanwhile. */
+struct keeping {
+	struct up_sessions *all;
+	char session[UP_MAX_APPROVAL_ID];
+};
+
+static void tell_not_kept(struct up_sessions *all, const char *session, const char *warning)
+{
+	struct up_session *s = up_sessions_find(all, session);
+
+	if (s)
+		up_notify_rule_not_kept(session_notifier(s), s->o.agent, session, warning);
+}
+
+static void kept(const char *warning, void *userdata)
+{
+	struct keeping *k = userdata;
+
+	if (warning)
+		tell_not_kept(k->all, k->session, warning);
+	free(k);
+}
+
+static void keep_rule(struct up_approvals *a, const json_t *rule)
+{
+	struct keeping *k = up_new(struct keeping, .all = a->s->all);
+	char warn[UP_APPROVED_WARNING_MAX] = "";
+	int r;
+
+	if (k)
+		(void)snprintf(k->session, sizeof(k->session), "%s", up_session_id(a->s));
+	r = up_session_add_approved_rule(a->s, rule, warn, sizeof(warn), k ? kept : NULL, k);
+	if (r <= 0)
+		free(k);
+	if (r < 0 && *warn)
+		tell_not_kept(a->s->all, up_session_id(a->s), warn);
+}
+
 static void answer_sent(int r, long http_status, json_t *reply, const char *err, void *userdata)
 {
 	struct up_approvals *a = userdata;
+	json_t *rule = a->answer_rule;
 	(void)reply;
 
 	a->answer = NULL;
+	a->answer_rule = NULL;
 	if (r < 0)
 		log_warning("Session %s: the answer from the notification did not reach the proxy "
 			    "(%ld: %s); uplink approvals shows what still waits",
 			    up_session_id(a->s), http_status, err ? err : "no answer");
-	else if (a->answer_rule)
-		(void)up_session_add_approved_rule(a->s, a->answer_rule);
-	json_decref(a->answer_rule);
-	a->answer_rule = NULL;
+	else if (rule)
+		keep_rule(a, rule);
+	json_decref(rule);
 }
 
 /* Sends `decision` on request `n` (with the rule for "session"), the notification's answer. */
@@ -99,8 +139,11 @@ static void send_answer(struct up_approvals *a, const char *n, const char *decis
 	json_decref(body);
 }
 
+static void ask_again(struct up_approvals *a, const char *n, const char *why);
+
 /* "Always" from the notification: the rule is saved to the user's own rules file, then the
- * request goes as for the session (also when the file could not take it: said in the log). */
+ * request goes as for the session. When the file cannot take it, nothing is decided (as with
+ * uplink approve --save): the request waits on and the user is asked again, told why. */
 struct always {
 	struct up_sessions *all;
 	char session[UP_MAX_APPROVAL_ID], n[32];
@@ -112,12 +155,15 @@ static void always_saved(int r, const struct up_rules_save *res, void *userdata)
 	struct always *w = userdata;
 	struct up_session *s = up_sessions_find(w->all, w->session);
 
-	if (r < 0)
-		log_warning("Session %s: \"Always\" did not save the rule: %s; request %s goes for "
-			    "this session only",
-			    w->session, res->err, w->n);
-	if (s && s->approvals)
+	if (r < 0) {
+		log_warning("Session %s: \"Always\" did not save the rule: %s; request %s still "
+			    "waits (uplink approve %s-%s --session lets it through without saving)",
+			    w->session, res->err, w->n, w->session, w->n);
+		if (s && s->approvals)
+			ask_again(s->approvals, w->n, res->err);
+	} else if (s && s->approvals) {
 		send_answer(s->approvals, w->n, "session", w->rule);
+	}
 	json_decref(w->rule);
 	free(w);
 }
@@ -144,16 +190,39 @@ static void answered(enum up_notify_answer ans, void *userdata)
 				       json_string_value(json_object_get(e, "host")),
 				       json_string_value(json_object_get(e, "path")));
 		}
-	if (ans == UP_NOTIFY_ALWAYS && rule && (w = calloc(1, sizeof(*w)))) {
-		*w = (struct always){.all = a->s->all, .rule = rule};
-		(void)snprintf(w->session, sizeof(w->session), "%s", up_session_id(a->s));
-		(void)snprintf(w->n, sizeof(w->n), "%s", a->question_id);
-		if (up_approvals_save(a->s, rule, NULL, what, always_saved, w) >= 0)
-			return;
-		free(w);
+	if (ans == UP_NOTIFY_ALWAYS && rule) {
+		char why[256];
+		int r = -ENOMEM;
+
+		if ((w = calloc(1, sizeof(*w)))) {
+			*w = (struct always){.all = a->s->all, .rule = rule};
+			(void)snprintf(w->session, sizeof(w->session), "%s", up_session_id(a->s));
+			(void)snprintf(w->n, sizeof(w->n), "%s", a->question_id);
+			r = up_approvals_save(a->s, rule, NULL, what, always_saved, w);
+			if (r >= 0)
+				return;
+			free(w);
+		}
+		/* as when the save fails (always_saved()): nothing is let through unsaved */
+		(void)snprintf(why, sizeof(why), "the rule cannot be saved: %s", strerror(-r));
+		log_warning("Session %s: \"Always\": %s; request %s still waits",
+			    up_session_id(a->s), why, a->question_id);
+		ask_again(a, a->question_id, why);
+		json_decref(rule);
+		return;
 	}
 	send_answer(a, a->question_id, decision, streq(decision, "session") ? rule : NULL);
 	json_decref(rule);
+}
+
+/* Shows the question about held request `e`, in place of the one before. */
+static void question(struct up_approvals *a, const json_t *e, const char *summary, const char *body)
+{
+	a->asked_ms = uv_now(a->s->all->loop);
+	a->question = up_notify_question_close(a->question);
+	(void)snprintf(a->question_id, sizeof(a->question_id), "%s",
+		       json_string_value(json_object_get(e, "id")));
+	a->question = up_notify_ask(session_notifier(a->s), summary, body, answered, a);
 }
 
 /* One question for the newest request (`e`; `total` wait in all); a flood (questions closer
@@ -161,14 +230,11 @@ static void answered(enum up_notify_answer ans, void *userdata)
 static void ask_user(struct up_approvals *a, json_t *e, size_t total)
 {
 	uint64_t now = uv_now(a->s->all->loop);
+	const char *n = json_string_value(json_object_get(e, "id"));
 	char summary[512], body[512];
 
 	if (a->asked_ms && now - a->asked_ms < UP_APPROVALS_NOTIFY_MS)
 		return;
-	a->asked_ms = now;
-	a->question = up_notify_question_close(a->question);
-	(void)snprintf(a->question_id, sizeof(a->question_id), "%s",
-		       json_string_value(json_object_get(e, "id")));
 	(void)snprintf(summary, sizeof(summary), "%s in %s wants %s %s%.200s", a->s->o.agent,
 		       a->s->o.cwd, json_string_value(json_object_get(e, "method")),
 		       json_string_value(json_object_get(e, "host")),
@@ -176,9 +242,33 @@ static void ask_user(struct up_approvals *a, json_t *e, size_t total)
 	(void)snprintf(body, sizeof(body),
 		       "%zu waiting in all. uplink approvals lists them; uplink approve %s-%s or "
 		       "uplink deny %s-%s",
-		       total, up_session_id(a->s), a->question_id, up_session_id(a->s),
-		       a->question_id);
-	a->question = up_notify_ask(session_notifier(a->s), summary, body, answered, a);
+		       total, up_session_id(a->s), n, up_session_id(a->s), n);
+	question(a, e, summary, body);
+}
+
+/* "Always" could not save the rule (`why`): request `n`, if it still waits, is asked about
+ * again at once (no flood limit: the user just answered), saying why. */
+static void ask_again(struct up_approvals *a, const char *n, const char *why)
+{
+	json_t *e, *hit = NULL;
+	char summary[512], body[1536];
+	size_t i;
+
+	json_array_foreach (a->held, i, e)
+		if (!hit && streq(json_string_value(json_object_get(e, "id")), n))
+			hit = e;
+	if (!hit)
+		return;
+	(void)snprintf(summary, sizeof(summary), "%s in %s: the rule for %s %s%.200s is not saved",
+		       a->s->o.agent, a->s->o.cwd,
+		       json_string_value(json_object_get(hit, "method")),
+		       json_string_value(json_object_get(hit, "host")),
+		       json_string_value(json_object_get(hit, "path")));
+	(void)snprintf(body, sizeof(body),
+		       "%.900s. The request still waits: allow it here, or fix the file and choose "
+		       "Always again (uplink approve %s-%s --session or --save)",
+		       why, up_session_id(a->s), n);
+	question(a, hit, summary, body);
 }
 
 static void tell_followers(struct up_approvals *a, json_t *e)

@@ -314,6 +314,20 @@ void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const c
 	send_credentials_notice(n, agent, "are no longer renewed", body);
 }
 
+void up_notify_rule_not_kept(struct up_notifier *n, const char *agent, const char *session_id,
+			     const char *why)
+{
+	char summary[256], body[2048];
+
+	if (!n)
+		return;
+	(void)snprintf(summary, sizeof(summary), "%s: an approved rule is not kept",
+		       agent ? agent : "agent");
+	(void)snprintf(body, sizeof(body), "Session %s: %s.", session_id ? session_id : "?",
+		       why ? why : "the rules Secret did not take it");
+	send_critical(n, summary, body);
+}
+
 void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
 			const char *pod, const char *why, const char *fails)
 {

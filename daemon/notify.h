@@ -91,6 +91,10 @@ void up_notify_renewal_stopped(struct up_notifier *n, const char *agent, const c
 void up_notify_pod_down(struct up_notifier *n, const char *agent, const char *session_id,
 			const char *pod, const char *why, const char *fails);
 bool up_notify_denied(struct up_notifier *n, const char *session_id, const char *what);
+/* A rule the user approved from a question is not kept where a restarted proxy finds it
+ * (`why`, a sentence: the session's rules Secret did not take it). Critical. */
+void up_notify_rule_not_kept(struct up_notifier *n, const char *agent, const char *session_id,
+			     const char *why);
 
 /*
  * Questions: a notification with the actions Allow once, Allow for this session, Always

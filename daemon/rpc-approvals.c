@@ -57,13 +57,41 @@ struct decision {
 	struct up_sessions *all;
 	char session[UP_MAX_APPROVAL_ID], n[UP_MAX_APPROVAL_ID];
 	bool saving;	/* the rules file is being written */
-	json_t *result; /* {id, decision, rule?, file?, line?} */
+	bool keeping;	/* the rules Secret is being rewritten with the rule */
+	json_t *result; /* {id, decision, rule?, file?, line?, released?, warning?} */
 };
 
 static void decision_free(struct decision *d)
 {
 	json_decref(d->result);
 	free(d);
+}
+
+/* The answer, once the rules Secret has the rule or not (`warning`, an optional field). */
+static void kept(const char *warning, void *userdata)
+{
+	struct decision *d = userdata;
+
+	d->keeping = false;
+	if (warning)
+		(void)json_object_set_new(d->result, "warning", json_string(warning));
+	if (d->req)
+		up_request_reply(d->req, json_incref(d->result));
+	decision_free(d);
+}
+
+/* The rule goes in the rules Secret too (a restarted mitm pod keeps it); true: kept() answers
+ * once it is written, else a warning (not kept) may be in the result. */
+static bool keep_rule(struct decision *d, struct up_session *s, const json_t *rule)
+{
+	char warn[UP_APPROVED_WARNING_MAX] = "";
+	int r = up_session_add_approved_rule(s, rule, warn, sizeof(warn), kept, d);
+
+	if (r > 0)
+		return d->keeping = true;
+	if (r < 0 && *warn)
+		(void)json_object_set_new(d->result, "warning", json_string(warn));
+	return false;
 }
 
 static void decided(int r, long http_status, json_t *reply, const char *err, void *userdata)
@@ -79,8 +107,9 @@ static void decided(int r, long http_status, json_t *reply, const char *err, voi
 
 		log_info("Approval %s: %s", id,
 			 json_string_value(json_object_get(d->result, "decision")));
-		if (s && rule) /* kept in the rules Secret: a restarted mitm pod keeps it */
-			(void)up_session_add_approved_rule(s, rule);
+		(void)json_object_set(d->result, "released", json_object_get(reply, "released"));
+		if (s && rule && keep_rule(d, s, rule))
+			return;
 	}
 	if (!d->req)
 		; /* the client went away: the proxy has the decision all the same */
@@ -96,10 +125,8 @@ static void decided(int r, long http_status, json_t *reply, const char *err, voi
 				  "until it times out%s%s",
 				  id, err ? err : "no answer",
 				  file ? "; the rule is saved in " : "", file ? file : "");
-	else {
-		(void)json_object_set(d->result, "released", json_object_get(reply, "released"));
+	else
 		up_request_reply(d->req, json_incref(d->result));
-	}
 	decision_free(d);
 }
 
@@ -157,8 +184,8 @@ static void decide_cancelled(struct up_request *req, void *userdata)
 	(void)req;
 
 	d->req = NULL;
-	if (d->saving)
-		return; /* saved() goes on: the file is written, the request let through */
+	if (d->saving || d->keeping)
+		return; /* saved() or kept() goes on: the file, the request, the Secret */
 	up_control_call_cancel(d->call);
 	decision_free(d);
 }

@@ -92,6 +92,8 @@ struct scall {
 	struct up_session *s;
 	void *call;
 	session_done_fn done;
+	session_done_ud_fn done_ud; /* instead of done: also told when the call is cancelled */
+	void *ud;
 };
 
 static void untrack(struct up_session *s, struct scall *c)
@@ -106,10 +108,15 @@ static void on_call(const struct up_kube_error *err, json_t *obj, void *ud)
 	struct scall *c = ud;
 	struct up_session *s = c->s;
 	session_done_fn done = c->done;
+	session_done_ud_fn done_ud = c->done_ud;
+	void *cud = c->ud;
 
 	untrack(s, c);
 	free(c);
-	done(s, err, obj);
+	if (done_ud)
+		done_ud(s, err, obj, cud);
+	else
+		done(s, err, obj);
 }
 
 static int track(struct up_session *s, struct scall *c)
@@ -125,9 +132,8 @@ static int track(struct up_session *s, struct scall *c)
 enum call_kind { CALL_APPLY, CALL_DELETE, CALL_GET };
 
 static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, const char *path,
-			session_done_fn done)
+			struct scall *c)
 {
-	struct scall *c = up_new(struct scall, .s = s, .done = done);
 	int r;
 
 	if (!c)
@@ -151,11 +157,18 @@ static int session_call(struct up_session *s, enum call_kind kind, json_t *obj, 
 
 void session_cancel_work(struct up_session *s)
 {
+	static const struct up_kube_error cancelled = {
+		.r = -ECANCELED, .message = "the session's work was cancelled"};
+
 	for (unsigned i = 0; i < UP_SESSION_MAX_CALLS; i++)
 		if (s->calls[i]) {
-			s->ops->cancel(s->calls[i]->call);
-			free(s->calls[i]);
+			struct scall *c = s->calls[i];
+
 			s->calls[i] = NULL;
+			s->ops->cancel(c->call);
+			if (c->done_ud)
+				c->done_ud(s, &cancelled, NULL, c->ud);
+			free(c);
 		}
 	if (s->resolve) {
 		up_resolve_cancel(s->resolve);
@@ -172,7 +185,13 @@ void session_cancel_work(struct up_session *s)
 
 int session_apply(struct up_session *s, json_t *obj, session_done_fn done)
 {
-	return session_call(s, CALL_APPLY, obj, NULL, done);
+	return session_call(s, CALL_APPLY, obj, NULL, up_new(struct scall, .s = s, .done = done));
+}
+
+int session_apply_ud(struct up_session *s, json_t *obj, session_done_ud_fn done, void *ud)
+{
+	return session_call(s, CALL_APPLY, obj, NULL,
+			    up_new(struct scall, .s = s, .done_ud = done, .ud = ud));
 }
 
 bool session_apply_rest(struct up_session *s, const json_t *objs, bool (*skip)(const json_t *o),
@@ -195,10 +214,10 @@ bool session_apply_rest(struct up_session *s, const json_t *objs, bool (*skip)(c
 
 int session_get(struct up_session *s, const char *path, session_done_fn done)
 {
-	return session_call(s, CALL_GET, NULL, path, done);
+	return session_call(s, CALL_GET, NULL, path, up_new(struct scall, .s = s, .done = done));
 }
 
 int session_delete(struct up_session *s, const char *path, session_done_fn done)
 {
-	return session_call(s, CALL_DELETE, NULL, path, done);
+	return session_call(s, CALL_DELETE, NULL, path, up_new(struct scall, .s = s, .done = done));
 }

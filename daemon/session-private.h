@@ -210,6 +210,11 @@ int session_extras_prepare(struct up_session *s) _wur_;
 /* session-calls.c: the Kubernetes calls a session owns, cancelled with it */
 typedef void (*session_done_fn)(struct up_session *s, const struct up_kube_error *err, json_t *obj);
 int session_apply(struct up_session *s, json_t *obj, session_done_fn done) _wur_;
+/* The same with `ud` for `done`, which is also called, with an error whose r is -ECANCELED,
+ * when session_cancel_work() cancels the call: whoever waits on it always hears back. */
+typedef void (*session_done_ud_fn)(struct up_session *s, const struct up_kube_error *err,
+				   json_t *obj, void *ud);
+int session_apply_ud(struct up_session *s, json_t *obj, session_done_ud_fn done, void *ud) _wur_;
 /* Applies every object of `objs` after the first (the namespace) that `skip` (or NULL) does
  * not hold back, all at once, each answered through `done`; s->pending counts them. False,
  * the session failed, when the cluster is not available. */

@@ -144,8 +144,16 @@ int up_session_stop(struct up_session *s, const char *reason);
  * saved), joins the session's set as its last layer ("session", as the proxy orders it) and
  * the rules Secret is rewritten with it, so that a restarted mitm pod (which reads the
  * Secret) keeps it; the proxy has it already from the decision. A rule the set holds already
- * is not added twice; past UP_MAX_APPROVED_RULES, none is. 0 or -errno (said in the log). */
-int up_session_add_approved_rule(struct up_session *s, const json_t *rule);
+ * is not added twice; past UP_MAX_APPROVED_RULES, none is.
+ * Returns 1 when the Secret is being rewritten: `done` (may be NULL) runs later on the loop,
+ * once, with NULL when the Secret took it (or the session ended first) or with a warning
+ * sentence naming the Kubernetes error; 0 when the set held it already; -errno when it is
+ * not kept, with the warning in `warn`. Every warning is also in the log; none holds a
+ * secret. */
+#define UP_APPROVED_WARNING_MAX 1536
+typedef void (*up_session_kept_fn)(const char *warning, void *userdata);
+int up_session_add_approved_rule(struct up_session *s, const json_t *rule, char *warn,
+				 size_t warn_len, up_session_kept_fn done, void *userdata);
 
 /* session-pods.c: what a client needs to attach: the kubectl command line. */
 json_t *up_session_attach_info(const struct up_session *s, char *err, size_t err_len);

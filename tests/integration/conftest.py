@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from uplinktest import ROOT, Daemon, Env, Registry, bound_tests, uplink_bin, uplinkd_bin  # noqa: E402
+from uplinktest import ROOT, Bus, Daemon, Env, Registry, bound_tests, uplink_bin, uplinkd_bin  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "fakekube"))
 
@@ -50,6 +50,15 @@ def daemon(tmpdir_short):
     d.close()
     assert rc == 0, f"uplinkd exited {rc}; its log:\n{d.logs()}"
     assert "left open" not in d.logs()
+
+
+@pytest.fixture
+def bus(tmpdir_short):
+    """A private session bus (uplinktest.Bus); .start_server() adds the mock notification
+    server. Both stopped afterwards."""
+    b = Bus(tmpdir_short)
+    yield b
+    b.close()
 
 
 @pytest.fixture

@@ -78,28 +78,49 @@ def ask_proxy(e, pki, echo, sid):
     return proxy, token
 
 
+class Asking:
+    """The daemon (its environment plus `env`), a test PKI and an echo upstream; .proxy(sid)
+    starts the session's mitm. .close() stops all of it."""
+
+    def __init__(self, tmp, fakekube, registry, env):
+        self.e = start(tmp, fakekube, registry, env)
+        self.pki = PKI(self.e.tmp)
+        self.echo = Echo(self.pki)
+        self.proxies = []
+
+    def proxy(self, sid):
+        pr, token = ask_proxy(self.e, self.pki, self.echo, sid)
+        self.proxies.append(pr)
+        return pr, token
+
+    def close(self):
+        for pr in self.proxies:
+            pr.stop()
+        self.echo.close()
+        stop(self.e)
+
+
 @pytest.fixture
 def asking(tmpdir_short, fakekube, registry):  # noqa: F811
-    """The daemon, a test PKI and an echo upstream; .proxy(sid) starts the session's mitm.
-    All of it stopped afterwards."""
-    class Asking:
-        pass
-    a = Asking()
-    a.e = start(tmpdir_short, fakekube, registry, {})
-    a.pki = PKI(a.e.tmp)
-    a.echo = Echo(a.pki)
-    a.proxies = []
-
-    def proxy(sid):
-        pr, token = ask_proxy(a.e, a.pki, a.echo, sid)
-        a.proxies.append(pr)
-        return pr, token
-    a.proxy = proxy
+    """Ask mode with questions in the log (UPLINK_NOTIFIER=log)."""
+    a = Asking(tmpdir_short, fakekube, registry, {})
     yield a
-    for pr in a.proxies:
-        pr.stop()
-    a.echo.close()
-    stop(a.e)
+    a.close()
+
+
+@pytest.fixture
+def asking_desktop(tmpdir_short, fakekube, registry, bus):  # noqa: F811
+    """Ask mode with questions on the desktop: the daemon's notifier on a private session
+    bus whose notification server is python3-dbusmock's (.bus), and an XDG_CONFIG_HOME of
+    its own (.own: the user's own rules file there)."""
+    pytest.importorskip("dbus")
+    bus.start_server()
+    xdg = tmpdir_short / "xdg-config"
+    a = Asking(tmpdir_short, fakekube, registry,
+               {**bus.env(), "UPLINK_NOTIFIER": "dbus", "XDG_CONFIG_HOME": str(xdg)})
+    a.bus, a.own = bus, xdg / "uplink" / "rules.yaml"
+    yield a
+    a.close()
 
 
 def test_approve_deny_and_session_through_the_daemon(asking):
@@ -279,3 +300,169 @@ def test_ask_mode_goes_on_after_the_daemon_is_killed(asking):
     wait_for(lambda: json.loads(secret_data(e.fk, ns, "rules.json"))["rules"][-1]["name"]
              == "approved-later.example.org", timeout=30, what="the rule in the Secret")
     assert token not in e.daemon.logs()
+
+
+# ---- the desktop question's answers that write: "Always (save)", and what if it cannot
+
+def question_about(bus, what):
+    """The question about held request `what` ("POST host/path") on the mock, with its id."""
+    nid, n = bus.shown(lambda n: n["summary"].endswith(f" wants {what}"),
+                       what=f"the question about {what}")
+    # the keys daemon/notify-ask.c registers, each with its label
+    assert n["actions"][0::2] == ["allow-once", "allow-session", "always", "deny"], n
+    return nid, n
+
+
+def rules_secret(e, sid):
+    return json.loads(secret_data(e.fk, f"agent-uplink-{sid}", "rules.json"))["rules"]
+
+
+def click(bus, nid, key):
+    import dbus
+    bus.emit("ActionInvoked", "us", [dbus.UInt32(nid), key])
+
+
+def test_always_from_the_notification_saves_the_rule(asking_desktop):
+    a = asking_desktop
+    e, pki, echo, bus, own = a.e, a.pki, a.echo, a.bus, a.own
+    sid, _ = run_detached(e, "--ask")
+    proxy, token = a.proxy(sid)
+
+    ag = Agent(proxy, pki, "always.example.org", f"/api/v3/items/7?k={MARK}-query", "POST")
+    nid, n = question_about(bus, "POST always.example.org/api/v3/items/7")
+    entry = held(e, "always.example.org")
+    assert entry and f"uplink approve {entry['id']}" in n["body"], (entry, n)
+    assert echo.find(ag.tid) == [] and ag.t.is_alive()
+    assert not own.exists()
+    click(bus, nid, "always")
+
+    # the held request goes on to the upstream, and its answer comes back
+    res = ag.result()
+    assert res.status == 200 and len(echo.find(ag.tid)) == 1
+    assert res.json()["method"] == "POST"
+    assert res.json()["path"] == f"/api/v3/items/7?k={MARK}-query"
+    # saved (before the request went) to the user's own file under XDG_CONFIG_HOME
+    text = own.read_text()
+    assert text.startswith("rules:\n  # Saved ") and f"from session {sid} (claude in " in text
+    assert ("POST always.example.org/api/v3/items/7\n"
+            "  - name: 'approved-always.example.org'") in text, text
+    assert MARK not in text and token not in text
+    assert (own.stat().st_mode & 0o777) == 0o600
+    # and kept in the session's rules Secret, last, for a restarted mitm pod
+    wait_for(lambda: rules_secret(e, sid)[-1]["name"] == "approved-always.example.org",
+             timeout=30, what="the saved rule in the rules Secret")
+    last = rules_secret(e, sid)[-1]
+    assert last["layer"] == "session" and last["methods"] == ["POST"]
+    assert last["paths"] == ["/api/v3(/[^?]*)?(\\?.*)?"]
+    # the next one like it is not held: it goes at once, and nothing waits
+    res = send(proxy.port, "https", "always.example.org", 443, "POST", "/api/v3/items/8",
+               trust=pki.mitm_ca, timeout=30)
+    assert res.status == 200 and res.json()["path"] == "/api/v3/items/8"
+    assert held(e, "always.example.org") is None
+    logs = e.daemon.logs()
+    assert f"Saved an approval's rule to {own}:4" in logs
+    assert "did not save" not in logs and "did not take" not in logs
+    assert token not in logs and MARK not in logs
+
+
+def test_always_that_cannot_save_asks_again(asking_desktop):
+    """The user's own file cannot take the rule (its rules: is a flow list, which the saver
+    refuses to rewrite): nothing is let through as if saved. The request waits on, as with
+    uplink approve --save, and a new question says why; answered "for this session" it goes.
+    And when the rules Secret then refuses the rule, a notification says so."""
+    a = asking_desktop
+    e, pki, echo, bus, own = a.e, a.pki, a.echo, a.bus, a.own
+    sid, _ = run_detached(e, "--ask")
+    proxy, token = a.proxy(sid)
+    own.parent.mkdir(parents=True)
+    own.write_text("rules: []\n")
+
+    ag = Agent(proxy, pki, "nosave.example.org", "/v1/jobs", "POST")
+    nid, _ = question_about(bus, "POST nosave.example.org/v1/jobs")
+    entry = held(e, "nosave.example.org")
+    click(bus, nid, "always")
+    nid2, n = bus.shown(lambda n: "is not saved" in n["summary"], what="the second question")
+    assert nid2 > nid
+    assert n["summary"].startswith("claude in ") and n["summary"].endswith(
+        ": the rule for POST nosave.example.org/v1/jobs is not saved"), n
+    assert "not a block list" in n["body"] and "still waits" in n["body"], n
+    assert f"uplink approve {entry['id']} --session or --save" in n["body"], n
+    assert n["actions"][0::2] == ["allow-once", "allow-session", "always", "deny"]
+    assert (n["urgency"], n["timeout"]) == (2, 0)
+    # nothing decided: the file is as it was, the request still waits, unsent
+    assert own.read_text() == "rules: []\n"
+    assert held(e, "nosave.example.org") is not None
+    assert ag.t.is_alive() and echo.find(ag.tid) == []
+    logs = e.daemon.logs()
+    assert f'Session {sid}: "Always" did not save the rule: ' in logs
+    assert f"request {entry['id'].rsplit('-', 1)[1]} still waits" in logs
+
+    # for the session from the second question; the rules Secret refuses it this time
+    ns = f"agent-uplink-{sid}"
+    e.fk.add_fault(status=403, method="PATCH", path_regex=f"/namespaces/{ns}/secrets/rules-json",
+                   message='secrets "rules-json" is forbidden: exceeded quota')
+    click(bus, nid2, "allow-session")
+    assert ag.result().status == 200 and len(echo.find(ag.tid)) == 1
+    _, kept = bus.shown(lambda n: "approved rule is not kept" in n["summary"],
+                        what="the notification that the rule is not kept")
+    assert kept["summary"] == "claude: an approved rule is not kept"
+    assert kept["body"].startswith(f"Session {sid}: its rules Secret did not take the "
+                                   "approved rule (PATCH ")
+    assert "exceeded quota" in kept["body"] and "ask about it again" in kept["body"]
+    assert kept["urgency"] == 2
+    assert e.fk.faults() == []
+    assert "approved-nosave.example.org" not in json.dumps(rules_secret(e, sid))
+    assert own.read_text() == "rules: []\n"
+    logs = e.daemon.logs()
+    assert f"Session {sid}: its rules Secret did not take the approved rule" in logs
+    assert token not in logs and token not in json.dumps(bus.notify_calls())
+
+
+def test_approve_warns_when_the_rules_secret_does_not_take_the_rule(asking):
+    """The proxy has the rule at once, but the rules Secret (what a restarted mitm pod
+    reads) refused it: uplink approve says so (an optional "warning" in the answer), and so
+    does the log, naming the session and the Kubernetes error, never a secret."""
+    e, pki, echo = asking.e, asking.pki, asking.echo
+    sid, _ = run_detached(e, "--ask")
+    ns = f"agent-uplink-{sid}"
+    proxy, token = asking.proxy(sid)
+    fault = dict(status=403, method="PATCH", path_regex=f"/namespaces/{ns}/secrets/rules-json",
+                 message='secrets "rules-json" is forbidden: exceeded quota')
+
+    ag = Agent(proxy, pki, "keep.example.org", "/v1/items", "POST")
+    entry = wait_for(lambda: held(e, "keep.example.org"), timeout=60, what="held")
+    e.fk.add_fault(**fault)
+    r = e.daemon.client("approve", entry["id"], "--session")
+    assert r.returncode == 0 and "1 request released" in r.stdout, r.stdout + r.stderr
+    warning = [ln for ln in r.stderr.splitlines() if ln.startswith("uplink: warning: ")]
+    assert len(warning) == 1, r.stderr
+    assert "its rules Secret did not take the approved rule (PATCH " in warning[0]
+    assert "exceeded quota" in warning[0] and "a restarted mitm pod would ask" in warning[0]
+    assert ag.result().status == 200 and len(echo.find(ag.tid)) == 1
+    assert e.fk.faults() == []
+    assert "approved-keep.example.org" not in json.dumps(rules_secret(e, sid))
+    # the proxy has it all the same: the next like it goes
+    res = send(proxy.port, "https", "keep.example.org", 443, "POST", "/v1/items/2",
+               trust=pki.mitm_ca, timeout=30)
+    assert res.status == 200
+
+    # --json carries the field; without a failure there is none, and the Secret then holds
+    # both rules (the one it refused comes along)
+    b = Agent(proxy, pki, "keep2.example.org", "/v1/items", "POST")
+    entry = wait_for(lambda: held(e, "keep2.example.org"), timeout=60, what="held")
+    e.fk.add_fault(**fault)
+    doc = client_json(e, "approve", entry["id"], "--session")
+    assert "did not take the approved rule" in doc["warning"] and doc["released"] == 1, doc
+    assert b.result().status == 200
+    c = Agent(proxy, pki, "keep3.example.org", "/v1/items", "POST")
+    entry = wait_for(lambda: held(e, "keep3.example.org"), timeout=60, what="held")
+    doc = client_json(e, "approve", entry["id"], "--session")
+    assert "warning" not in doc and doc["released"] == 1, doc
+    assert c.result().status == 200
+    names = [x["name"] for x in rules_secret(e, sid)]
+    assert names[-3:] == ["approved-keep.example.org", "approved-keep2.example.org",
+                          "approved-keep3.example.org"], names
+    logs = e.daemon.logs()
+    assert logs.count(f"Session {sid}: its rules Secret did not take the approved rule") == 2
+    assert "exceeded quota (Forbidden, HTTP 403)" in logs
+    assert token not in logs and token not in r.stdout + r.stderr

@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from uplinktest import Daemon, Rpc, wait_for
-from test_notify import Bus
+from uplinktest import Bus, Daemon, Rpc, wait_for
 
 FAKE_DOCKER_OK = "#!/bin/sh\necho 24.0.7-fake\n"
 FAKE_DOCKER_DOWN = ("#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "

@@ -5,103 +5,12 @@ kind of notification the way the sessions do."""
 
 import json
 import os
-import subprocess
 
 import pytest
 
-from uplinktest import Daemon, RpcError, start_dbus_daemon, wait_for
+from uplinktest import MOCK, NAME, PATH, Daemon, RpcError, wait_for
 
 dbus = pytest.importorskip("dbus")
-
-NAME = "org.freedesktop.Notifications"
-PATH = "/org/freedesktop/Notifications"
-MOCK = "org.freedesktop.DBus.Mock"
-
-# A session bus with no service files: nothing gets D-Bus-activated behind the test's back.
-BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={path}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
-
-
-class Bus:
-    """A private session dbus-daemon, and optionally the dbusmock notification server."""
-
-    def __init__(self, tmp):
-        self.dir = tmp / "bus"
-        self.dir.mkdir(mode=0o700)
-        self.path = self.dir / "bus"
-        cfg = self.dir / "bus.conf"
-        cfg.write_text(BUS_CONFIG.format(path=self.path))
-        self.mock = None
-        self.conn = None
-        # Ready once it prints the address: the socket file exists before it listens.
-        self.proc, self.address = start_dbus_daemon(f"--config-file={cfg}")
-
-    def env(self):
-        return {"DBUS_SESSION_BUS_ADDRESS": self.address}
-
-    def connect(self):
-        if self.conn is None:
-            self.conn = dbus.bus.BusConnection(self.address)
-        return self.conn
-
-    def start_server(self, caps="body body-markup actions"):
-        import json
-        env = {**os.environ, **self.env()}
-        self.mock = subprocess.Popen(["/usr/bin/python3", "-m", "dbusmock", "--session", "-t",
-                                      "notification_daemon", "-p", json.dumps({"capabilities": caps})],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        conn = self.connect()
-        wait_for(lambda: conn.name_has_owner(NAME), what="the mock notification server")
-        return self
-
-    def server(self):
-        return self.connect().get_object(NAME, PATH)
-
-    def notify_calls(self):
-        """Notify calls as (app, replaces, icon, summary, body, actions, hints, timeout)."""
-        calls = self.server().GetMethodCalls("Notify", dbus_interface=MOCK)
-        out = []
-        for _ts, args in calls:
-            app, rid, icon, summary, body, actions, hints, timeout = args
-            out.append({"app": str(app), "icon": str(icon), "summary": str(summary), "body": str(body),
-                        "actions": [str(a) for a in actions],
-                        "urgency": int(hints["urgency"]) if "urgency" in hints else None,
-                        "timeout": int(timeout)})
-        return out
-
-    def clear(self):
-        self.server().ClearCalls(dbus_interface=MOCK)
-
-    def close(self):
-        if self.proc.stdout:
-            self.proc.stdout.close()
-        for p in (self.mock, self.proc):
-            if p and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-
-
-@pytest.fixture
-def bus(tmpdir_short):
-    b = Bus(tmpdir_short)
-    yield b
-    b.close()
-
 
 def start_daemon(tmp, env=None, notify=False, drop=()):
     e = {"UPLINK_DEBUG_RPC": "1", "KUBECONFIG": "/nonexistent/kubeconfig"}
@@ -407,15 +316,12 @@ def answer_of(c):
 
 
 def shown_question(bus, summary=ASK_SUMMARY):
-    """The question's Notify, and the id the mock gave it (ids count every Notify from 1)."""
-    def find():
-        calls = bus.notify_calls()
-        return next(((i + 1, n) for i, n in enumerate(calls) if n["summary"] == summary), None)
-    return wait_for(find, what="the question's Notify")
+    """The question's Notify, and the id the mock gave it."""
+    return bus.shown(lambda n: n["summary"] == summary, what="the question's Notify")
 
 
 def emit(bus, member, sig, args):
-    bus.server().EmitSignal(NAME, member, sig, args, dbus_interface=MOCK)
+    bus.emit(member, sig, args)
 
 
 def forged_signal(bus, member, sig, args):

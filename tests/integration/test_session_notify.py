@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from test_notify import Bus, barrier  # noqa: F401
-from uplinktest import Env, wait_for
+from test_notify import barrier  # noqa: F401
+from uplinktest import Bus, Env, wait_for
 
 
 @pytest.fixture

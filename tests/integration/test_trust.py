@@ -13,8 +13,7 @@ import subprocess
 import pytest
 
 from test_doctor_full import start_keyring
-from test_notify import Bus
-from uplinktest import Env, uplink_bin
+from uplinktest import Bus, Env, uplink_bin
 
 pytestmark = pytest.mark.skipif(not os.access("/usr/bin/gnome-keyring-daemon", os.X_OK),
                                 reason="needs gnome-keyring")

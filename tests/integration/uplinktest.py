@@ -148,6 +148,107 @@ def start_dbus_daemon(*args, env=None):
     return proc, address
 
 
+# ---- desktop notifications: a private session bus with a mock notification server
+
+NAME = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+MOCK = "org.freedesktop.DBus.Mock"
+
+# A session bus with no service files: nothing gets D-Bus-activated behind the test's back.
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={path}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+class Bus:
+    """A private session dbus-daemon, and optionally python3-dbusmock's notification_daemon
+    template as the notification server (its method-call log is the capture)."""
+
+    def __init__(self, tmp):
+        self.dir = tmp / "bus"
+        self.dir.mkdir(mode=0o700)
+        self.path = self.dir / "bus"
+        cfg = self.dir / "bus.conf"
+        cfg.write_text(BUS_CONFIG.format(path=self.path))
+        self.mock = None
+        self.conn = None
+        # Ready once it prints the address: the socket file exists before it listens.
+        self.proc, self.address = start_dbus_daemon(f"--config-file={cfg}")
+
+    def env(self):
+        return {"DBUS_SESSION_BUS_ADDRESS": self.address}
+
+    def connect(self):
+        import pytest
+        pytest.importorskip("dbus")  # python3-dbus: the tests that need it skip without it
+        import dbus.bus
+        if self.conn is None:
+            self.conn = dbus.bus.BusConnection(self.address)
+        return self.conn
+
+    def start_server(self, caps="body body-markup actions"):
+        env = {**os.environ, **self.env()}
+        self.mock = subprocess.Popen(["/usr/bin/python3", "-m", "dbusmock", "--session", "-t",
+                                      "notification_daemon", "-p", json.dumps({"capabilities": caps})],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        conn = self.connect()
+        wait_for(lambda: conn.name_has_owner(NAME), what="the mock notification server")
+        return self
+
+    def server(self):
+        return self.connect().get_object(NAME, PATH)
+
+    def notify_calls(self):
+        """Notify calls as (app, replaces, icon, summary, body, actions, hints, timeout)."""
+        calls = self.server().GetMethodCalls("Notify", dbus_interface=MOCK)
+        out = []
+        for _ts, args in calls:
+            app, rid, icon, summary, body, actions, hints, timeout = args
+            out.append({"app": str(app), "icon": str(icon), "summary": str(summary), "body": str(body),
+                        "actions": [str(a) for a in actions],
+                        "urgency": int(hints["urgency"]) if "urgency" in hints else None,
+                        "timeout": int(timeout)})
+        return out
+
+    def shown(self, pred, what="the Notify"):
+        """The first Notify `pred` takes, waited for in the mock's call log, with the id the
+        mock gave it: (id, notify_calls() entry). The mock numbers every Notify from 1 and
+        logs each call once it has answered it."""
+        def find():
+            calls = self.notify_calls()
+            return next(((i + 1, n) for i, n in enumerate(calls) if pred(n)), None)
+        return wait_for(find, what=what)
+
+    def emit(self, member, sig, args):
+        """The mock server emits a signal (ActionInvoked, NotificationClosed) as its own."""
+        self.server().EmitSignal(NAME, member, sig, args, dbus_interface=MOCK)
+
+    def clear(self):
+        self.server().ClearCalls(dbus_interface=MOCK)
+
+    def close(self):
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        for p in (self.mock, self.proc):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+
 class Rpc:
     """A blocking JSON-RPC client on one connection."""
 
