@@ -242,14 +242,15 @@ int up_cluster_ranges_new(struct up_kube *kube, const char *context, struct up_c
 	return 0;
 }
 
-void up_cluster_ranges_free(struct up_cluster_ranges *r)
+struct up_cluster_ranges *up_cluster_ranges_free(struct up_cluster_ranges *r)
 {
 	if (!r)
-		return;
+		return NULL;
 	if (r->call)
 		up_kube_cancel(r->call);
 	wake_all(r, true);
 	json_decref(r->cidrs);
 	free(r->context);
 	free(r);
+	return NULL;
 }

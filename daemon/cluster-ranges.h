@@ -25,7 +25,7 @@ struct up_cluster_ranges;
 int up_cluster_ranges_new(struct up_kube *kube, const char *context,
 			  struct up_cluster_ranges **ret) _wur_;
 /* Cancels the read; waiters are called with closing set. */
-void up_cluster_ranges_free(struct up_cluster_ranges *r);
+struct up_cluster_ranges *up_cluster_ranges_free(struct up_cluster_ranges *r);
 
 /* Starts a read unless the ranges are known or being read. NULL is ignored. */
 void up_cluster_ranges_read(struct up_cluster_ranges *r);

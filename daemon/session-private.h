@@ -166,7 +166,7 @@ void up_session_on_namespace(struct up_session *s, enum up_watch_event ev, json_
 /* session.c: one session's steps and the table of what entering a state does */
 void up_session_cancel_work(struct up_session *s);
 struct up_session *up_session_new(struct up_sessions *all, const char *id);
-void up_session_free(struct up_session *s);
+struct up_session *up_session_free(struct up_session *s);
 int64_t session_now(void);
 /* The host uid and gid the pods run as: ours (tests: UPLINK_DEBUG_UID=uid:gid, as root). */
 void session_host_ids(uid_t *uid, gid_t *gid);

@@ -637,15 +637,15 @@ struct up_session *up_session_new(struct up_sessions *all, const char *id)
 	return s;
 }
 
-void up_session_free(struct up_session *s)
+struct up_session *up_session_free(struct up_session *s)
 {
 	if (!s)
-		return;
+		return NULL;
 	up_session_audit_cancel(s);
 	session_cancel_work(s);
 	if (s->in_work) {
 		s->freeing = true; /* prepare_after() comes back to free */
-		return;
+		return NULL;
 	}
 	up_list_remove(&s->link);
 	session_life_free(s);
@@ -669,6 +669,7 @@ void up_session_free(struct up_session *s)
 	free(s->prep_error);
 	up_session_opts_done(&s->o);
 	free(s);
+	return NULL;
 }
 
 json_t *up_session_describe(const struct up_session *s)

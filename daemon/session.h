@@ -58,7 +58,7 @@ int up_sessions_new(struct up_manager *m, uv_loop_t *loop, struct up_sessions **
 /* Cancels what is in flight and stops listening; records stay on disk. */
 void up_sessions_shutdown(struct up_sessions *all);
 /* After the loop has drained (store writes done). */
-void up_sessions_free(struct up_sessions *all);
+struct up_sessions *up_sessions_free(struct up_sessions *all);
 /* {running, starting, ended} for daemon.status. */
 json_t *up_sessions_counts(const struct up_sessions *all);
 /* Tells systemd how many sessions run (STATUS=). */

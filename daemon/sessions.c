@@ -276,12 +276,12 @@ void up_sessions_shutdown(struct up_sessions *all)
 	all->http = NULL;
 }
 
-void up_sessions_free(struct up_sessions *all)
+struct up_sessions *up_sessions_free(struct up_sessions *all)
 {
 	struct up_list *pos, *tmp;
 
 	if (!all)
-		return;
+		return NULL;
 	up_sessions_shutdown(all);
 	up_list_for_each_safe (pos, tmp, &all->sessions)
 		up_session_free(up_container_of(pos, struct up_session, link));
@@ -289,6 +289,7 @@ void up_sessions_free(struct up_sessions *all)
 	up_manifests_free(all->tpl);
 	up_store_free(all->store);
 	free(all);
+	return NULL;
 }
 
 void up_sessions_status(const struct up_sessions *all)
