@@ -164,6 +164,8 @@ struct up_agent_check {
 
 #define UP_AGENT_MAX_CHECKS 8
 
+struct up_agent_parts;
+
 struct up_agent_impl {
 	const char *name;	 /* "claude" */
 	const char *context_dir; /* build context: agents/<context_dir>/ under the data dir */
@@ -187,6 +189,8 @@ struct up_agent_impl {
 	 */
 	size_t (*doctor)(const struct up_agent_impl *impl, const struct up_agent_input *in,
 			 struct up_agent_check *out, size_t max);
+	/* What prepare() is made of when it is up_agent_prepare_parts(); else NULL. */
+	const struct up_agent_parts *parts;
 };
 
 /* Every agent, NULL-terminated. */
@@ -358,3 +362,74 @@ int up_agent_set_command(struct up_agent_prepared *p, const char *const *tool,
 /* The pod's instructions file (CLAUDE.md, AGENTS.md): the host's (may be NULL) and the
  * sandbox section (the proxy, the 403 JSON, placeholders). Owned by p. */
 const char *up_agent_instructions(const char *host, size_t host_len, struct up_agent_prepared *p);
+
+/* ---- for agent implementations: prepare() in parts (agents/agent-util.c) */
+
+/* What `uplink attach` runs in every agent's pod: the entrypoint's --attach. */
+extern const char *const up_agent_attach_argv[];
+
+/* What an agent's parts share while its prepare() runs. */
+struct up_agent_ctx {
+	const struct up_agent_input *in;
+	struct up_agent_prepared *p;
+	size_t mode;	 /* in->mode's index in the impl's modes (the default's when NULL) */
+	const char *dir; /* <home>/<parts->home_dir>, owned by p; NULL without a home_dir */
+	const char
+		*fake; /* the pod's fake login, owned by p; NULL: none (always with rules_only) */
+	size_t fake_len;
+	void *state; /* the agent's own (its parts set it; owned by p) */
+	char *err;
+	size_t err_len;
+};
+
+#define UP_AGENT_MAX_MODES 4
+
+/* An agent's prepare() as what differs from the others'. */
+struct up_agent_parts {
+	const char *home_dir; /* the tool's folder under the home (".claude"); NULL: none */
+	/* By mode, in the order of the impl's modes (none NULL): the auth rules and their expiry
+	 * into c->p and, unless c->in->rules_only, the pod's fake login into c->fake. */
+	int (*auth[UP_AGENT_MAX_MODES])(struct up_agent_ctx *c);
+	/* What the pod gets; not called with rules_only. */
+	int (*contribution)(struct up_agent_ctx *c);
+};
+
+/*
+ * A prepare() (struct up_agent_impl) made of impl->parts: a new result, c->dir made, the
+ * mode's auth part and, unless in->rules_only, the contribution. A -ENOMEM without a
+ * sentence gets "out of memory preparing agent NAME". 0 with *ret, or what a part returned.
+ */
+int up_agent_prepare_parts(const struct up_agent_impl *impl, const struct up_agent_input *in,
+			   struct up_agent_prepared **ret, char *err, size_t err_len) _wur_;
+
+/* A file or folder of the tool's own that the pod shares when it exists on the host. */
+struct up_agent_shared {
+	const char *name;   /* under the folder; NULL ends a table */
+	const char *volume; /* the volume's name */
+	bool dir;	    /* a folder (else a regular file) */
+	bool rw;
+};
+/* Each of `shared` that exists under host_dir (as a folder or a regular file, as it says),
+ * a host path mounted at the same name under pod_dir (NULL: host_dir). */
+int up_agent_add_shared(struct up_agent_prepared *p, const char *host_dir, const char *pod_dir,
+			const struct up_agent_shared *shared) _wur_;
+/* The cwd, mounted read-write at the same path (volume "workdir"). */
+int up_agent_add_workdir(struct up_agent_prepared *p, const struct up_agent_input *in) _wur_;
+/*
+ * The instructions file (CLAUDE.md, AGENTS.md) as a ConfigMap volume holding `key`:
+ * `host_path` (read when it exists; `what` names it in errors) with the sandbox note,
+ * mounted at `at` (NULL: host_path).
+ */
+int up_agent_add_instructions(struct up_agent_prepared *p, const char *host_path, const char *what,
+			      const char *volume, const char *key, const char *at, char *err,
+			      size_t err_len) _wur_;
+
+/* The end of every agent's pod: docker's data root and /run (in memory), `env` (ends at
+ * a NULL name) and the tool run under tmux (`debug_tool` with --debug, when not NULL). */
+struct up_agent_pod {
+	const struct up_env *env;
+	const char *const *tool;
+	const char *const *debug_tool;
+};
+int up_agent_finish_pod(struct up_agent_prepared *p, const struct up_agent_input *in,
+			const struct up_agent_pod *pod, char *err, size_t err_len) _wur_;

@@ -220,10 +220,10 @@ static int auth_rule(struct up_agent_prepared *p, const char *name, const char *
 	return up_agent_set_auth_rules(p, doc);
 }
 
-int claude_bedrock_auth(struct up_agent_prepared *p)
+int claude_bedrock_auth(struct up_agent_ctx *c)
 {
-	p->expires_at = 0;
-	return auth_rule(p, "bedrock-auth", bedrock_hosts, bedrock_methods,
+	c->p->expires_at = 0;
+	return auth_rule(c->p, "bedrock-auth", bedrock_hosts, bedrock_methods,
 			 "Bearer {{keyring:bedrock:key}}");
 }
 
@@ -242,9 +242,12 @@ static int inject_token(struct up_agent_prepared *p, const struct oauth *o)
 	return r;
 }
 
-int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-			  const char **fake, size_t *fake_len, char *err, size_t err_len)
+int claude_anthropic_auth(struct up_agent_ctx *c)
 {
+	const struct up_agent_input *in = c->in;
+	struct up_agent_prepared *p = c->p;
+	char *err = c->err;
+	size_t err_len = c->err_len;
 	_cleanup_(freep) char *path = NULL;
 	struct oauth o = {0};
 	time_t now = in->now ? in->now : time(NULL);
@@ -280,8 +283,8 @@ int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepa
 	}
 	if (r == 0)
 		r = o.access ? inject_token(p, &o) : -ENOMEM;
-	if (r == 0 && fake)
-		r = fake_credentials(&o, now, p, fake, fake_len);
+	if (r == 0 && !in->rules_only)
+		r = fake_credentials(&o, now, p, &c->fake, &c->fake_len);
 	oauth_done(&o);
 	return r;
 }

@@ -344,18 +344,17 @@ static int fake_chatgpt(const struct login *l, time_t now, struct up_agent_prepa
 	return doc ? keep_doc(p, doc, out, out_len) : -ENOMEM;
 }
 
-int codex_chatgpt_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len)
+int codex_chatgpt_auth(struct up_agent_ctx *c)
 {
 	_cleanup_(freep) char *path = NULL;
 	struct login l = {0};
 	json_t *h;
-	int r = read_login(in, &l, &path, err, err_len);
+	int r = read_login(c->in, &l, &path, c->err, c->err_len);
 
 	if (r == 0)
-		r = parse_login(&l, err, err_len);
+		r = parse_login(&l, c->err, c->err_len);
 	if (r == 0)
-		r = maybe_refresh(in, path, &l, p, err, err_len);
+		r = maybe_refresh(c->in, path, &l, c->p, c->err, c->err_len);
 	if (r == 0) {
 		h = json_pack("{s:o}", "Authorization", bearer(l.access));
 		if (h && l.account &&
@@ -365,32 +364,32 @@ int codex_chatgpt_auth(const struct up_agent_input *in, struct up_agent_prepared
 		}
 		if (r == 0)
 			r = up_agent_set_auth_rules(
-				p, json_pack("{s:[o]}", "rules",
-					     auth_rule("codex-chatgpt-auth", chatgpt_hosts,
-						       chatgpt_paths, methods, h)));
-		p->expires_at = (time_t)l.exp;
+				c->p, json_pack("{s:[o]}", "rules",
+						auth_rule("codex-chatgpt-auth", chatgpt_hosts,
+							  chatgpt_paths, methods, h)));
+		c->p->expires_at = (time_t)l.exp;
 	}
-	if (r == 0 && fake)
-		r = fake_chatgpt(&l, in->now ? in->now : time(NULL), p, fake, fake_len);
+	if (r == 0 && !c->in->rules_only)
+		r = fake_chatgpt(&l, c->in->now ? c->in->now : time(NULL), c->p, &c->fake,
+				 &c->fake_len);
 	login_done(&l);
 	return r;
 }
 
-int codex_api_key_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len)
+int codex_api_key_auth(struct up_agent_ctx *c)
 {
 	_cleanup_(freep) char *path = NULL;
 	struct login l = {0};
 	const char *key = NULL;
 	json_t *h;
-	int r = read_login(in, &l, &path, err, err_len);
+	int r = read_login(c->in, &l, &path, c->err, c->err_len);
 
 	/* no auth.json is fine here: the key comes from the keyring then */
 	if (r == -ENOENT)
 		r = 0;
 	key = json_string_value(json_object_get(l.doc, "OPENAI_API_KEY"));
 	if (r == 0 && key && !up_agent_is_token(key))
-		r = up_agent_failf(err, err_len, -EINVAL,
+		r = up_agent_failf(c->err, c->err_len, -EINVAL,
 				   CODEX_AUTH ": OPENAI_API_KEY has unexpected characters: run "
 					      "`codex login --with-api-key` again");
 	if (r == 0) {
@@ -399,20 +398,20 @@ int codex_api_key_auth(const struct up_agent_input *in, struct up_agent_prepared
 		/* codex also lists its models at chatgpt.com with the key (api_key_model_discovery)
 		 */
 		r = up_agent_set_auth_rules(
-			p, json_pack("{s:[o,o]}", "rules",
-				     auth_rule("codex-api-key-auth", api_hosts, NULL, methods,
-					       json_deep_copy(h)),
-				     auth_rule("codex-api-key-models", chatgpt_hosts, models_path,
-					       "[\"GET\"]", h)));
-		p->expires_at = 0;
+			c->p, json_pack("{s:[o,o]}", "rules",
+					auth_rule("codex-api-key-auth", api_hosts, NULL, methods,
+						  json_deep_copy(h)),
+					auth_rule("codex-api-key-models", chatgpt_hosts,
+						  models_path, "[\"GET\"]", h)));
+		c->p->expires_at = 0;
 	}
 	login_done(&l);
-	if (r == 0 && fake)
-		r = keep_doc(p,
+	if (r == 0 && !c->in->rules_only)
+		r = keep_doc(c->p,
 			     json_pack("{s:s, s:s, s:n, s:n}", "auth_mode", "apikey",
 				       "OPENAI_API_KEY", CODEX_PLACEHOLDER, "tokens",
 				       "last_refresh"),
-			     fake, fake_len);
+			     &c->fake, &c->fake_len);
 	return r;
 }
 

@@ -193,15 +193,15 @@ static int google_rules(struct up_agent_prepared *p, const char *value)
 	return doc ? up_agent_set_auth_rules(p, doc) : -ENOMEM;
 }
 
-int gemini_api_key_auth(struct up_agent_prepared *p)
+int gemini_api_key_auth(struct up_agent_ctx *c)
 {
 	json_t *doc = json_pack("{s:[{s:s, s:[s], s:[s,s], s:{s:{s:s}}}]}", "rules", "name",
 				"gemini-api-key", "hosts", "generativelanguage\\.googleapis\\.com",
 				"methods", "GET", "POST", "inject", "headers", "x-goog-api-key",
 				"{{keyring:gemini:key}}");
 
-	p->expires_at = 0;
-	return doc ? up_agent_set_auth_rules(p, doc) : -ENOMEM;
+	c->p->expires_at = 0;
+	return doc ? up_agent_set_auth_rules(c->p, doc) : -ENOMEM;
 }
 
 static int inject_token(struct up_agent_prepared *p, const struct oauth *o)
@@ -242,28 +242,27 @@ static int maybe_refresh(const struct up_agent_input *in, const char *path, stru
 			      why);
 }
 
-int gemini_google_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len)
+int gemini_google_auth(struct up_agent_ctx *c)
 {
 	_cleanup_(freep) char *path = NULL;
 	struct oauth o = {0};
-	time_t now = in->now ? in->now : time(NULL);
+	time_t now = c->in->now ? c->in->now : time(NULL);
 	int r;
 
-	if (asprintf(&path, "%s/.gemini/oauth_creds.json", in->home) < 0)
+	if (asprintf(&path, "%s/.gemini/oauth_creds.json", c->in->home) < 0)
 		return -ENOMEM;
 	r = up_agent_read_json(path, CREDS, "gemini",
 			       "run `gemini` once on this machine and choose Login with Google, "
 			       "or use --api-key",
-			       &o.doc, err, err_len);
+			       &o.doc, c->err, c->err_len);
 	if (r == 0)
-		r = parse_oauth(&o, err, err_len);
+		r = parse_oauth(&o, c->err, c->err_len);
 	if (r == 0)
-		r = maybe_refresh(in, path, &o, now, p, err, err_len);
+		r = maybe_refresh(c->in, path, &o, now, c->p, c->err, c->err_len);
 	if (r == 0)
-		r = o.access ? inject_token(p, &o) : -ENOMEM;
-	if (r == 0 && fake)
-		r = fake_credentials(&o, now, p, fake, fake_len);
+		r = o.access ? inject_token(c->p, &o) : -ENOMEM;
+	if (r == 0 && !c->in->rules_only)
+		r = fake_credentials(&o, now, c->p, &c->fake, &c->fake_len);
 	oauth_done(&o);
 	return r;
 }
