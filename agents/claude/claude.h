@@ -19,8 +19,6 @@
 #define CLAUDE_TOKEN_URL_DEFAULT   "https://console.anthropic.com/v1/oauth/token"
 /* Claude Code's public OAuth client id (the one its own /login uses). */
 #define CLAUDE_OAUTH_CLIENT_ID	   "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
-/* Refresh when the access token expires within this many seconds. */
-#define CLAUDE_REFRESH_MARGIN_S	   300
 /* The fake token's lifetime in the pod: the pod never needs to refresh it. */
 #define CLAUDE_FAKE_LIFETIME_S	   (3650LL * 86400)
 #define CLAUDE_FAKE_ACCESS_PREFIX  "sk-ant-oat01-agent-uplink-"

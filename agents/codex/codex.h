@@ -22,8 +22,6 @@
 #define CODEX_TOKEN_URL_DEFAULT "https://auth.openai.com/oauth/token"
 /* Codex's public OAuth client id (the one `codex login` uses). */
 #define CODEX_OAUTH_CLIENT_ID	"app_EMoamEEZ73f0CkXaXp7hrann"
-/* Refresh when the access token expires within this many seconds. */
-#define CODEX_REFRESH_MARGIN_S	300
 /* The fake tokens' lifetime in the pod: codex there never needs to refresh them. */
 #define CODEX_FAKE_LIFETIME_S	(3650LL * 86400)
 /* What the pod's copies hold where the host had a secret. */

@@ -19,8 +19,6 @@
 #define GEMINI_OAUTH_CLIENT_ID \
 	"681255809395-oo8ft2oprdrnp9e3aqf6av3hmdib135j.apps.googleusercontent.com"
 #define GEMINI_OAUTH_CLIENT_SECRET "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"
-/* Refresh when the access token expires within this many seconds (Google's last an hour). */
-#define GEMINI_REFRESH_MARGIN_S	   300
 /* The fake token's lifetime in the pod: the CLI never thinks it expired, so never refreshes. */
 #define GEMINI_FAKE_LIFETIME_S	   (3650LL * 86400)
 #define GEMINI_FAKE_ACCESS_PREFIX  "ya29.uplink-placeholder-"
