@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agents/agent.h"
 #include "bounds.h"
@@ -470,4 +471,106 @@ long long up_agent_jwt_exp(const char *jwt)
 
 	up_json_wipe_decref(claims);
 	return v > 0 ? v : 0;
+}
+
+/* ---------------------------------------------------------------- prepare() in parts */
+
+const char *const up_agent_attach_argv[] = {UP_AGENT_ENTRYPOINT, "--attach", NULL};
+
+/* in->mode's place in impl->modes; an unknown one is the default's (up_agent_prepare()
+ * refuses it before). */
+static size_t mode_index(const struct up_agent_impl *impl, const char *name)
+{
+	const struct up_agent_mode *m = up_agent_find_mode(impl, name);
+
+	if (!m)
+		m = up_agent_find_mode(impl, NULL);
+	return m ? (size_t)(m - impl->modes) : 0;
+}
+
+int up_agent_prepare_parts(const struct up_agent_impl *impl, const struct up_agent_input *in,
+			   struct up_agent_prepared **ret, char *err, size_t err_len)
+{
+	_cleanup_(up_agent_prepared_freep) struct up_agent_prepared *p = up_agent_prepared_new();
+	const struct up_agent_parts *parts = impl->parts;
+	struct up_agent_ctx c = {.in = in, .p = p, .err = err, .err_len = err_len};
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	err[0] = '\0';
+	c.mode = mode_index(impl, in->mode);
+	if (c.mode >= UP_AGENT_MAX_MODES || !parts->auth[c.mode])
+		return up_agent_failf(err, err_len, -EINVAL, "agent %s has no auth for mode %zu",
+				      impl->name, c.mode);
+	if (parts->home_dir && !(c.dir = up_agent_printf(p, "%s/%s", in->home, parts->home_dir)))
+		return -ENOMEM;
+	r = parts->auth[c.mode](&c);
+	if (r == 0 && !in->rules_only)
+		r = parts->contribution(&c);
+	if (r == -ENOMEM && !*err)
+		(void)snprintf(err, err_len, "out of memory preparing agent %s", impl->name);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int up_agent_add_shared(struct up_agent_prepared *p, const char *host_dir, const char *pod_dir,
+			const struct up_agent_shared *shared)
+{
+	for (const struct up_agent_shared *s = shared; s->name; s++) {
+		char *host = up_agent_printf(p, "%s/%s", host_dir, s->name);
+		char *at = pod_dir ? up_agent_printf(p, "%s/%s", pod_dir, s->name) : host;
+		struct stat st;
+		int r;
+		if (!host || !at)
+			return -ENOMEM;
+		if (stat(host, &st) < 0 || (s->dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+			continue;
+		r = up_agent_add_host_path(p, s->volume, host, s->dir ? "Directory" : "File", at,
+					   s->rw);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int up_agent_add_workdir(struct up_agent_prepared *p, const struct up_agent_input *in)
+{
+	return up_agent_add_host_path(p, "workdir", in->cwd, "Directory", in->cwd, true);
+}
+
+int up_agent_add_instructions(struct up_agent_prepared *p, const char *host_path, const char *what,
+			      const char *volume, const char *key, const char *at, char *err,
+			      size_t err_len)
+{
+	char *host = NULL;
+	size_t len = 0;
+	const char *text;
+	int r = up_read_file(host_path, UP_AGENT_MAX_HOST_FILE, &host, &len);
+
+	if (r < 0 && r != -ENOENT)
+		return up_agent_failf(err, err_len, r, "cannot read %s: %s", what, strerror(-r));
+	text = up_agent_instructions(host, len, p);
+	free(host);
+	if (!text)
+		return -ENOMEM;
+	return up_agent_add_file_volume(p, UP_AGENT_VOL_CONFIGMAP, volume, key, text, strlen(text),
+					at ? at : host_path);
+}
+
+int up_agent_finish_pod(struct up_agent_prepared *p, const struct up_agent_input *in,
+			const struct up_agent_pod *pod, char *err, size_t err_len)
+{
+	int r;
+
+	if ((r = up_agent_add_empty_dir(p, "docker-lib", "/var/lib/docker", "2Gi")) < 0 ||
+	    (r = up_agent_add_empty_dir(p, "run", "/run", "64Mi")) < 0)
+		return r;
+	for (const struct up_env *e = pod->env; e && e->name; e++)
+		if ((r = up_agent_add_env(p, e->name, e->value)) < 0)
+			return r;
+	return up_agent_set_command(p, in->debug && pod->debug_tool ? pod->debug_tool : pod->tool,
+				    in->args, err, err_len);
 }

@@ -164,6 +164,8 @@ struct up_agent_check {
 
 #define UP_AGENT_MAX_CHECKS 8
 
+struct up_agent_parts;
+
 struct up_agent_impl {
 	const char *name;	 /* "claude" */
 	const char *context_dir; /* build context: agents/<context_dir>/ under the data dir */
@@ -187,6 +189,8 @@ struct up_agent_impl {
 	 */
 	size_t (*doctor)(const struct up_agent_impl *impl, const struct up_agent_input *in,
 			 struct up_agent_check *out, size_t max);
+	/* What prepare() is made of when it is up_agent_prepare_parts(); else NULL. */
+	const struct up_agent_parts *parts;
 };
 
 /* Every agent, NULL-terminated. */
@@ -358,3 +362,198 @@ int up_agent_set_command(struct up_agent_prepared *p, const char *const *tool,
 /* The pod's instructions file (CLAUDE.md, AGENTS.md): the host's (may be NULL) and the
  * sandbox section (the proxy, the 403 JSON, placeholders). Owned by p. */
 const char *up_agent_instructions(const char *host, size_t host_len, struct up_agent_prepared *p);
+
+/* ---- for agent implementations: prepare() in parts (agents/agent-util.c) */
+
+/* What `uplink attach` runs in every agent's pod: the entrypoint's --attach. */
+extern const char *const up_agent_attach_argv[];
+
+/* What an agent's parts share while its prepare() runs. */
+struct up_agent_ctx {
+	const struct up_agent_input *in;
+	struct up_agent_prepared *p;
+	size_t mode;	 /* in->mode's index in the impl's modes (the default's when NULL) */
+	const char *dir; /* <home>/<parts->home_dir>, owned by p; NULL without a home_dir */
+	const char
+		*fake; /* the pod's fake login, owned by p; NULL: none (always with rules_only) */
+	size_t fake_len;
+	void *state; /* the agent's own (its parts set it; owned by p) */
+	char *err;
+	size_t err_len;
+};
+
+#define UP_AGENT_MAX_MODES 4
+
+/* An agent's prepare() as what differs from the others'. */
+struct up_agent_parts {
+	const char *home_dir; /* the tool's folder under the home (".claude"); NULL: none */
+	/* By mode, in the order of the impl's modes (none NULL): the auth rules and their expiry
+	 * into c->p and, unless c->in->rules_only, the pod's fake login into c->fake. */
+	int (*auth[UP_AGENT_MAX_MODES])(struct up_agent_ctx *c);
+	/* What the pod gets; not called with rules_only. */
+	int (*contribution)(struct up_agent_ctx *c);
+};
+
+/*
+ * A prepare() (struct up_agent_impl) made of impl->parts: a new result, c->dir made, the
+ * mode's auth part and, unless in->rules_only, the contribution. A -ENOMEM without a
+ * sentence gets "out of memory preparing agent NAME". 0 with *ret, or what a part returned.
+ */
+int up_agent_prepare_parts(const struct up_agent_impl *impl, const struct up_agent_input *in,
+			   struct up_agent_prepared **ret, char *err, size_t err_len) _wur_;
+
+/* A file or folder of the tool's own that the pod shares when it exists on the host. */
+struct up_agent_shared {
+	const char *name;   /* under the folder; NULL ends a table */
+	const char *volume; /* the volume's name */
+	bool dir;	    /* a folder (else a regular file) */
+	bool rw;
+};
+/* Each of `shared` that exists under host_dir (as a folder or a regular file, as it says),
+ * a host path mounted at the same name under pod_dir (NULL: host_dir). */
+int up_agent_add_shared(struct up_agent_prepared *p, const char *host_dir, const char *pod_dir,
+			const struct up_agent_shared *shared) _wur_;
+/* The cwd, mounted read-write at the same path (volume "workdir"). */
+int up_agent_add_workdir(struct up_agent_prepared *p, const struct up_agent_input *in) _wur_;
+/*
+ * The instructions file (CLAUDE.md, AGENTS.md) as a ConfigMap volume holding `key`:
+ * `host_path` (read when it exists; `what` names it in errors) with the sandbox note,
+ * mounted at `at` (NULL: host_path).
+ */
+int up_agent_add_instructions(struct up_agent_prepared *p, const char *host_path, const char *what,
+			      const char *volume, const char *key, const char *at, char *err,
+			      size_t err_len) _wur_;
+
+/* The end of every agent's pod: docker's data root and /run (in memory), `env` (ends at
+ * a NULL name) and the tool run under tmux (`debug_tool` with --debug, when not NULL). */
+struct up_agent_pod {
+	const struct up_env *env;
+	const char *const *tool;
+	const char *const *debug_tool;
+};
+int up_agent_finish_pod(struct up_agent_prepared *p, const struct up_agent_input *in,
+			const struct up_agent_pod *pod, char *err, size_t err_len) _wur_;
+
+/* ---- for agent implementations: OAuth logins (agents/agent-auth.c) */
+
+/* Refresh a login's access token when it expires within this many seconds. */
+#define UP_AGENT_REFRESH_MARGIN_S 300
+
+/*
+ * A token request's body from `fields` (name, value, ..., NULL): a JSON object of those
+ * strings in that order (compact), or with `form` name=value pairs joined by '&', each value
+ * escaped. It holds a secret: free it with up_free_secret(s, strlen(s)). NULL: no memory.
+ */
+char *up_agent_token_request(const char *const *fields, bool form);
+/* "Bearer <token>", malloc'd; a secret: up_free_secret(s, strlen(s) + 1). NULL: no memory. */
+char *up_agent_bearer(const char *token);
+/* A placeholder token, `prefix` and 32 random hex digits, owned by p: 0, -EIO or -ENOMEM. */
+int up_agent_fake_token(struct up_agent_prepared *p, const char *prefix, const char **out) _wur_;
+
+/* An OAuth refresh as the tools do it: what to send where, and what to do with the answer. */
+struct up_agent_refresh {
+	const char *path;	 /* the host's login file, written back after */
+	const char *what;	 /* how messages name it: "~/.claude/.credentials.json" */
+	const char *field;	 /* how they name its refresh token: "claudeAiOauth.refreshToken" */
+	const char *written;	 /* what was refreshed: "the refreshed token" */
+	const char *refresh;	 /* the refresh token; NULL: there is no usable one */
+	const char *url;	 /* NULL or "": default_url */
+	const char *default_url; /* the vendor's token endpoint */
+	const char *ca;		 /* in->ca_bundle */
+	bool form;		 /* the request is a form, else JSON */
+	const char *const *request; /* its fields, up_agent_token_request() */
+	/* The answer into the login (and its borrowed pointers read again): 0, or -errno with
+	 * why in err. */
+	int (*take)(void *login, const struct up_agent_body *b, time_t now, char *err, size_t len);
+	void *login;
+	const json_t *doc; /* the whole file (take() changes it): written back to path */
+};
+/*
+ * BLOCKING: POSTs the refresh grant, take()s the answer and writes the login file back
+ * (the old refresh token stops working once used). 0, or -errno with why in err (-EIO: the
+ * refresh failed; never a secret).
+ */
+int up_agent_refresh(const struct up_agent_refresh *rf, time_t now, char *err, size_t len) _wur_;
+
+/* How a failed refresh is told. */
+struct up_agent_renewal {
+	const char *token;   /* what was not refreshed: "the Claude OAuth token" */
+	const char *expired; /* what has expired: "the Claude OAuth token" */
+	const char *renew;   /* how the user renews it: "run `claude` on this machine" */
+	const char *relogin; /* what to do once it has expired */
+};
+/*
+ * up_agent_refresh() when the token expires within UP_AGENT_REFRESH_MARGIN_S (`left`
+ * seconds from `now`). Its failure is a warning in p while the token still works, else -EIO
+ * with a sentence in err. 0 otherwise.
+ */
+int up_agent_renew(struct up_agent_prepared *p, const struct up_agent_refresh *rf,
+		   const struct up_agent_renewal *say, long long left, time_t now, char *err,
+		   size_t len) _wur_;
+
+/* How `uplink doctor` names an OAuth login's states. */
+struct up_agent_login_doctor {
+	const char *name;	  /* the check's: "claude login" */
+	const char *missing;	  /* "no Claude login" (its file is missing) */
+	const char *missing_note; /* after that: "" or " (why else)" */
+	const char *missing_fix;
+	const char *fix;   /* for a login that does not work */
+	const char *login; /* "the Claude login" (it has expired, with no refresh token) */
+	const char *token; /* "the token", "the access token" */
+};
+/* The check of the login in `what`: r is what reading it returned (-ENOENT: missing; else
+ * `why` says what is wrong), left the seconds its token lasts, refresh whether it has a
+ * refresh token. */
+void up_agent_doctor_login(struct up_agent_check *out, const struct up_agent_login_doctor *d,
+			   const char *what, int r, const char *why, long long left, bool refresh);
+
+/* An OAuth login kept in a JSON file under the home (Claude Code's, the Gemini CLI's), and
+ * how it is refreshed and used. */
+struct up_agent_oauth;
+struct up_agent_oauth_file {
+	const char *file;	  /* under the home: ".claude/.credentials.json" */
+	const char *what;	  /* how messages name it: "~/.claude/.credentials.json" */
+	const char *tool;	  /* what to run again when it is not JSON: "claude" */
+	const char *missing_hint; /* what to do when it is missing */
+	const char *object; /* the object holding the fields: "claudeAiOauth"; NULL: the file */
+	const char *access, *refresh, *expires; /* the fields; expires: ms since 1970 */
+	const char *relogin;			/* what to do when it is unusable */
+	/* The refresh: grant_type, refresh_token, client_id and client_secret (when not NULL),
+	 * as JSON or a form, to token_url (unless the input names another). take() puts the
+	 * answer into the login (a struct up_agent_oauth) and parses it again. */
+	const char *token_url, *client_id, *client_secret;
+	bool form;
+	int (*take)(void *login, const struct up_agent_body *b, time_t now, char *err, size_t len);
+	const struct up_agent_renewal *say;
+	/* The auth rules injecting `value` ("Bearer <the access token>") into p. */
+	int (*rules)(struct up_agent_prepared *p, const char *value);
+	/* The pod's fake login, owned by p. */
+	int (*fake)(const struct up_agent_oauth *o, time_t now, struct up_agent_prepared *p,
+		    const char **out, size_t *out_len);
+};
+struct up_agent_oauth {
+	char *path;		      /* the file's */
+	json_t *doc;		      /* the whole file; its strings wiped before it is freed */
+	json_t *obj;		      /* the object holding the fields (borrowed) */
+	const char *access, *refresh; /* borrowed; refresh NULL when it is not a usable token */
+	long long expires_ms;
+};
+/* Reads and parses the login under `home`: 0, or -errno with why in err (-ENOENT: missing,
+ * -EINVAL: unusable; never a secret). Call up_agent_oauth_done() either way. */
+int up_agent_oauth_read(const struct up_agent_oauth_file *f, const char *home,
+			struct up_agent_oauth *o, char *err, size_t len) _wur_;
+/* Reads the fields of o->doc (again, after a refresh changed it): 0 or -EINVAL with why. */
+int up_agent_oauth_parse(const struct up_agent_oauth_file *f, struct up_agent_oauth *o, char *err,
+			 size_t len) _wur_;
+void up_agent_oauth_done(struct up_agent_oauth *o);
+/*
+ * The auth part of a mode using such a login: read, refreshed near its expiry (at `url`;
+ * NULL or "": f->token_url) and written back, its rules and their expiry into c->p and,
+ * unless rules_only, the pod's fake login into c->fake.
+ */
+int up_agent_oauth_login(struct up_agent_ctx *c, const struct up_agent_oauth_file *f,
+			 const char *url) _wur_;
+/* `uplink doctor`'s check of such a login (read only: never refreshed). */
+size_t up_agent_oauth_doctor(const struct up_agent_oauth_file *f,
+			     const struct up_agent_login_doctor *d, const struct up_agent_input *in,
+			     struct up_agent_check *out, size_t max);

@@ -19,8 +19,6 @@
 #define CLAUDE_TOKEN_URL_DEFAULT   "https://console.anthropic.com/v1/oauth/token"
 /* Claude Code's public OAuth client id (the one its own /login uses). */
 #define CLAUDE_OAUTH_CLIENT_ID	   "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
-/* Refresh when the access token expires within this many seconds. */
-#define CLAUDE_REFRESH_MARGIN_S	   300
 /* The fake token's lifetime in the pod: the pod never needs to refresh it. */
 #define CLAUDE_FAKE_LIFETIME_S	   (3650LL * 86400)
 #define CLAUDE_FAKE_ACCESS_PREFIX  "sk-ant-oat01-agent-uplink-"
@@ -35,18 +33,17 @@ enum claude_mode {
 };
 
 /*
- * --anthropic: reads ~/.claude/.credentials.json, refreshes the token when it is near its
- * expiry (writing the new tokens back to the host file), and stores in `p` the auth rule
- * injecting the real token and its expiry. Unless `fake` is NULL, *fake becomes the pod's
- * credentials file (owned by `p`; no real token in it).
+ * The auth parts (struct up_agent_parts). --anthropic: reads ~/.claude/.credentials.json,
+ * refreshes the token when it is near its expiry (writing the new tokens back to the host
+ * file), and stores in c->p the auth rule injecting the real token and its expiry; unless
+ * rules_only, c->fake becomes the pod's credentials file (no real token in it). --bedrock:
+ * the auth rule with {{keyring:bedrock:key}}; nothing is read.
  */
-int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-			  const char **fake, size_t *fake_len, char *err, size_t err_len) _wur_;
+int claude_anthropic_auth(struct up_agent_ctx *c) _wur_;
+int claude_bedrock_auth(struct up_agent_ctx *c) _wur_;
 /* `uplink doctor`: whether ~/.claude/.credentials.json holds a login and how long it lasts. */
 size_t claude_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
 		     struct up_agent_check *out, size_t max);
-/* --bedrock: the auth rule with {{keyring:bedrock:key}}; nothing is read here. */
-int claude_bedrock_auth(struct up_agent_prepared *p) _wur_;
 
 /*
  * settings.json for the pod (a new object): `sandbox` and `apiKeyHelper` dropped, env

@@ -17,7 +17,6 @@
 #include "agents/claude/claude.h"
 #include "bounds.h"
 #include "fileio.h"
-#include "hex.h"
 
 #define CREDS	"~/.claude/.credentials.json"
 #define RELOGIN "log in again by running `claude` on this machine, or use --bedrock"
@@ -25,132 +24,45 @@
 static const char auth_source_hosts[] = "api\\.anthropic\\.com";
 static const char bedrock_hosts[] = "bedrock-runtime\\.[a-z0-9-]+\\.amazonaws\\.com";
 
-struct oauth {
-	json_t *doc;   /* the whole file; strings wiped before it is freed */
-	json_t *oauth; /* doc.claudeAiOauth (borrowed) */
-	const char *access, *refresh;
-	long long expires_ms;
-};
-
-static void oauth_done(struct oauth *o)
-{
-	up_json_wipe(o->doc);
-	json_decref(o->doc);
-	*o = (struct oauth){0};
-}
-
-static int parse_oauth(struct oauth *o, char *err, size_t len)
-{
-	json_t *exp;
-
-	o->access = o->refresh = NULL;
-	o->oauth = json_object_get(o->doc, "claudeAiOauth");
-	if (!json_is_object(o->oauth))
-		return up_agent_failf(err, len, -EINVAL,
-				      CREDS " has no 'claudeAiOauth' object: " RELOGIN);
-	o->access = json_string_value(json_object_get(o->oauth, "accessToken"));
-	if (!o->access || !*o->access)
-		return up_agent_failf(err, len, -EINVAL,
-				      CREDS " has no 'claudeAiOauth.accessToken': " RELOGIN);
-	if (!up_agent_is_token(o->access))
-		return up_agent_failf(err, len, -EINVAL,
-				      CREDS ": 'claudeAiOauth.accessToken' is not a bearer "
-					    "token (unexpected characters): " RELOGIN);
-	o->refresh = json_string_value(json_object_get(o->oauth, "refreshToken"));
-	if (o->refresh && !up_agent_is_token(o->refresh))
-		o->refresh = NULL;
-	exp = json_object_get(o->oauth, "expiresAt");
-	if (!json_is_integer(exp) && !json_is_real(exp))
-		return up_agent_failf(err, len, -EINVAL,
-				      CREDS " has no 'claudeAiOauth.expiresAt' (milliseconds "
-					    "since 1970): " RELOGIN);
-	o->expires_ms = (long long)json_number_value(exp);
-	return 0;
-}
+static const struct up_agent_oauth_file login_file;
 
 /* ---------------------------------------------------------------- refresh */
 
-static char *request_body(const char *refresh)
-{
-	json_t *req = json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token",
-				refresh, "client_id", CLAUDE_OAUTH_CLIENT_ID);
-	char *s = req ? json_dumps(req, JSON_COMPACT) : NULL;
-
-	up_json_wipe(req);
-	json_decref(req);
-	return s;
-}
-
-/* POSTs the refresh grant, trusting `ca` (a PEM file; NULL: the system's CAs); 0 with the
- * answer's body in *b, or -EIO with why. */
-static int post_refresh(const char *url, const char *ca, const char *refresh,
-			struct up_agent_body *b, char *err, size_t len)
-{
-	char *req = request_body(refresh);
-	int r;
-
-	if (!req)
-		return -ENOMEM;
-	r = up_agent_post(url, ca, "application/json", req, b, err, len);
-	up_free_secret(req, strlen(req));
-	return r;
-}
-
-/* Puts the new tokens into o->doc; 0 or -EIO with why. */
-static int take_tokens(struct oauth *o, const struct up_agent_body *b, time_t now, char *err,
+/* Puts the new tokens into o->doc and reads them back; 0 or -EIO with why. */
+static int take_tokens(void *login, const struct up_agent_body *b, time_t now, char *err,
 		       size_t len)
 {
+	struct up_agent_oauth *o = login;
 	json_t *ans = up_agent_body_json(b);
 	const char *access = json_string_value(json_object_get(ans, "access_token"));
 	const char *refresh = json_string_value(json_object_get(ans, "refresh_token"));
 	json_t *in = json_object_get(ans, "expires_in");
-	int r = 0;
+	int r = 0, k;
 
 	if (!up_agent_is_token(access) || (refresh && !up_agent_is_token(refresh)) ||
 	    !json_is_integer(in) || json_integer_value(in) <= 0)
 		r = up_agent_failf(err, len, -EIO,
 				   "the token endpoint's answer lacks access_token or expires_in");
 	if (r == 0 &&
-	    (json_object_set_new(o->oauth, "accessToken", json_string(access)) < 0 ||
-	     (refresh && json_object_set_new(o->oauth, "refreshToken", json_string(refresh)) < 0) ||
+	    (json_object_set_new(o->obj, "accessToken", json_string(access)) < 0 ||
+	     (refresh && json_object_set_new(o->obj, "refreshToken", json_string(refresh)) < 0) ||
 	     json_object_set_new(
-		     o->oauth, "expiresAt",
+		     o->obj, "expiresAt",
 		     json_integer((json_int_t)now * 1000 + json_integer_value(in) * 1000)) < 0))
 		r = -ENOMEM;
 	up_json_wipe(ans);
 	json_decref(ans);
-	return r;
+	/* the borrowed pointers may name replaced strings now */
+	k = up_agent_oauth_parse(&login_file, o, err, len);
+	return r < 0 ? r : k;
 }
 
-/*
- * Refreshes in place: o->doc gets the new tokens and is written back to the host file
- * (the old refresh token stops working once used). 0, or -EIO with why.
- */
-static int refresh(const char *path, const struct up_agent_input *in, struct oauth *o, time_t now,
-		   char *err, size_t len)
-{
-	const char *url = in->token_url;
-	struct up_agent_body b = {0};
-	int r;
-
-	if (!url || !*url)
-		url = CLAUDE_TOKEN_URL_DEFAULT;
-	if (!o->refresh)
-		return up_agent_failf(err, len, -EIO,
-				      CREDS " has no usable 'claudeAiOauth.refreshToken'");
-	r = post_refresh(url, in->ca_bundle, o->refresh, &b, err, len);
-	if (r == 0) {
-		r = take_tokens(o, &b, now, err, len);
-		/* the borrowed pointers may name replaced strings now */
-		int k = parse_oauth(o, err, len);
-		r = r < 0 ? r : k;
-	}
-	up_agent_body_done(&b);
-	if (r == 0 && (r = up_agent_write_json(path, o->doc)) < 0)
-		r = up_agent_failf(err, len, r, "cannot write the refreshed token to " CREDS ": %s",
-				   strerror(-r));
-	return r;
-}
+static const struct up_agent_renewal renewal = {
+	.token = "the Claude OAuth token",
+	.expired = "the Claude OAuth token",
+	.renew = "run `claude` on this machine",
+	.relogin = RELOGIN,
+};
 
 /* ---------------------------------------------------------------- products */
 
@@ -164,21 +76,19 @@ static bool looks_secret_key(const char *k)
  * servers' OAuth tokens, are real credentials and stay home), with fake tokens and an
  * expiry ten years out; its other fields (scopes, subscriptionType, ...) are kept.
  */
-static int fake_credentials(const struct oauth *o, time_t now, struct up_agent_prepared *p,
+static int fake_credentials(const struct up_agent_oauth *o, time_t now, struct up_agent_prepared *p,
 			    const char **out, size_t *out_len)
 {
-	char access[sizeof(CLAUDE_FAKE_ACCESS_PREFIX) + 32] = CLAUDE_FAKE_ACCESS_PREFIX;
-	char refresh_tok[sizeof(CLAUDE_FAKE_REFRESH_PREFIX) + 32] = CLAUDE_FAKE_REFRESH_PREFIX;
-	json_t *copy = json_object(), *doc, *v;
-	const char *k;
+	const char *access = NULL, *refresh_tok = NULL, *k;
+	json_t *copy, *doc, *v;
 	char *text;
+	int r;
 
-	if (up_random_hex(access + strlen(access), 16) < 0 ||
-	    up_random_hex(refresh_tok + strlen(refresh_tok), 16) < 0) {
-		json_decref(copy);
-		return -EIO;
-	}
-	json_object_foreach (o->oauth, k, v)
+	if ((r = up_agent_fake_token(p, CLAUDE_FAKE_ACCESS_PREFIX, &access)) < 0 ||
+	    (r = up_agent_fake_token(p, CLAUDE_FAKE_REFRESH_PREFIX, &refresh_tok)) < 0)
+		return r;
+	copy = json_object();
+	json_object_foreach (o->obj, k, v)
 		if (copy && !looks_secret_key(k) && !streq(k, "expiresAt"))
 			(void)json_object_set_new(copy, k, json_deep_copy(v));
 	if (copy)
@@ -220,116 +130,56 @@ static int auth_rule(struct up_agent_prepared *p, const char *name, const char *
 	return up_agent_set_auth_rules(p, doc);
 }
 
-int claude_bedrock_auth(struct up_agent_prepared *p)
+int claude_bedrock_auth(struct up_agent_ctx *c)
 {
-	p->expires_at = 0;
-	return auth_rule(p, "bedrock-auth", bedrock_hosts, bedrock_methods,
+	c->p->expires_at = 0;
+	return auth_rule(c->p, "bedrock-auth", bedrock_hosts, bedrock_methods,
 			 "Bearer {{keyring:bedrock:key}}");
 }
 
-static int inject_token(struct up_agent_prepared *p, const struct oauth *o)
+static int anthropic_rules(struct up_agent_prepared *p, const char *value)
 {
-	size_t n = strlen("Bearer ") + strlen(o->access) + 1;
-	char *value = malloc(n);
-	int r;
-
-	if (!value)
-		return -ENOMEM;
-	(void)snprintf(value, n, "Bearer %s", o->access);
-	r = auth_rule(p, "anthropic-auth", auth_source_hosts, anthropic_methods, value);
-	up_free_secret(value, n);
-	p->expires_at = (time_t)(o->expires_ms / 1000);
-	return r;
+	return auth_rule(p, "anthropic-auth", auth_source_hosts, anthropic_methods, value);
 }
 
-int claude_anthropic_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-			  const char **fake, size_t *fake_len, char *err, size_t err_len)
-{
-	_cleanup_(freep) char *path = NULL;
-	struct oauth o = {0};
-	time_t now = in->now ? in->now : time(NULL);
-	long long left;
-	int r;
+static const struct up_agent_oauth_file login_file = {
+	.file = ".claude/.credentials.json",
+	.what = CREDS,
+	.tool = "claude",
+	.missing_hint = "run `claude` once on this machine and log in, or use --bedrock",
+	.object = "claudeAiOauth",
+	.access = "accessToken",
+	.refresh = "refreshToken",
+	.expires = "expiresAt",
+	.relogin = RELOGIN,
+	.token_url = CLAUDE_TOKEN_URL_DEFAULT,
+	.client_id = CLAUDE_OAUTH_CLIENT_ID,
+	.take = take_tokens,
+	.say = &renewal,
+	.rules = anthropic_rules,
+	.fake = fake_credentials,
+};
 
-	if (asprintf(&path, "%s/.claude/.credentials.json", in->home) < 0)
-		return -ENOMEM;
-	r = up_agent_read_json(path, CREDS, "claude",
-			       "run `claude` once on this machine and log in, or use "
-			       "--bedrock",
-			       &o.doc, err, err_len);
-	if (r == 0)
-		r = parse_oauth(&o, err, err_len);
-	left = r == 0 ? o.expires_ms / 1000 - (long long)now : 0;
-	if (r == 0 && left < CLAUDE_REFRESH_MARGIN_S) {
-		char why[512];
-		int k = refresh(path, in, &o, now, why, sizeof(why));
-		if (k >= 0)
-			r = 0;
-		else if (left > 0)
-			r = up_agent_warn(
-				p,
-				"refreshing the Claude OAuth token failed (%s); the current "
-				"token works for %lld more seconds: run `claude` on this "
-				"machine to renew it",
-				why, left);
-		else
-			r = up_agent_failf(err, err_len, -EIO,
-					   "the Claude OAuth token in " CREDS " has expired "
-					   "and refreshing it failed (%s): " RELOGIN,
-					   why);
-	}
-	if (r == 0)
-		r = o.access ? inject_token(p, &o) : -ENOMEM;
-	if (r == 0 && fake)
-		r = fake_credentials(&o, now, p, fake, fake_len);
-	oauth_done(&o);
-	return r;
+int claude_anthropic_auth(struct up_agent_ctx *c)
+{
+	return up_agent_oauth_login(c, &login_file, c->in->token_url);
 }
 
 /* ---------------------------------------------------------------- doctor */
 
+static const struct up_agent_login_doctor doctor = {
+	.name = "claude login",
+	.missing = "no Claude login",
+	.missing_note = "",
+	.missing_fix = "run `claude` on this machine and log in (or use --bedrock)",
+	.fix = "run `claude` and log in again",
+	.login = "the Claude login",
+	.token = "the token",
+};
+
 size_t claude_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
 		     struct up_agent_check *out, size_t max)
 {
-	_cleanup_(freep) char *path = NULL;
-	struct oauth o = {0};
-	char why[512];
-	long long left;
-	int r;
-
 	(void)impl;
-	if (max < 1)
-		return 0;
-	if (asprintf(&path, "%s/.claude/.credentials.json", in->home) < 0) {
-		up_agent_check_set(out, "claude login", "skip", NULL, "out of memory");
-		return 1;
-	}
-	r = up_agent_read_json(path, CREDS, "claude",
-			       "run `claude` once on this machine and log in", &o.doc, why,
-			       sizeof(why));
-	if (r == 0)
-		r = parse_oauth(&o, why, sizeof(why));
-	left = r == 0 ? o.expires_ms / 1000 - (long long)(in->now ? in->now : time(NULL)) : 0;
-	if (r == -ENOENT)
-		up_agent_check_set(out, "claude login", "warn",
-				   "run `claude` on this machine and log in (or use --bedrock)",
-				   "no Claude login: %s is missing", CREDS);
-	else if (r < 0)
-		up_agent_check_set(out, "claude login", "warn", "run `claude` and log in again",
-				   "%s", why);
-	else if (left <= 0 && !o.refresh)
-		up_agent_check_set(out, "claude login", "warn", "run `claude` and log in again",
-				   "the Claude login in %s has expired and has no refresh token",
-				   CREDS);
-	else if (left > 0)
-		up_agent_check_set(out, "claude login", "ok", NULL,
-				   "%s: the token lasts %lld more minutes%s", CREDS, left / 60,
-				   o.refresh ? "; uplink refreshes it before it expires" : "");
-	else
-		up_agent_check_set(out, "claude login", "ok", NULL,
-				   "%s: the token expired %lld minutes ago; uplink refreshes it "
-				   "when a session starts",
-				   CREDS, -left / 60);
-	oauth_done(&o);
-	return 1;
+	return up_agent_oauth_doctor(&login_file, &doctor, in, out, max);
 }

@@ -145,16 +145,6 @@ static int parse_login(struct login *l, char *err, size_t len)
 
 /* ---------------------------------------------------------------- refresh */
 
-static char *request_body(const char *refresh)
-{
-	json_t *req = json_pack("{s:s, s:s, s:s}", "client_id", CODEX_OAUTH_CLIENT_ID, "grant_type",
-				"refresh_token", "refresh_token", refresh);
-	char *s = req ? json_dumps(req, JSON_COMPACT) : NULL;
-
-	up_json_wipe_decref(req);
-	return s;
-}
-
 static int rfc3339(time_t t, char *buf, size_t len)
 {
 	struct tm tm;
@@ -162,15 +152,17 @@ static int rfc3339(time_t t, char *buf, size_t len)
 	return gmtime_r(&t, &tm) && strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) ? 0 : -EINVAL;
 }
 
-/* The answer's tokens into l->doc, as codex's persist_tokens does; 0 or -EIO with why. */
-static int take_tokens(struct login *l, const struct up_agent_body *b, time_t now, char *err,
+/* The answer's tokens into l->doc, as codex's persist_tokens does, and read back; 0 or -EIO
+ * with why. */
+static int take_tokens(void *login, const struct up_agent_body *b, time_t now, char *err,
 		       size_t len)
 {
 	static const char *const keys[] = {"id_token", "access_token", "refresh_token"};
+	struct login *l = login;
 	json_t *ans = up_agent_body_json(b);
 	const char *access = json_string_value(json_object_get(ans, "access_token"));
 	char stamp[32];
-	int r = 0;
+	int r = 0, k;
 
 	if (!up_agent_is_token(access) || !up_agent_jwt_exp(access))
 		r = up_agent_failf(
@@ -186,61 +178,45 @@ static int take_tokens(struct login *l, const struct up_agent_body *b, time_t no
 		       json_object_set_new(l->doc, "last_refresh", json_string(stamp)) < 0))
 		r = -ENOMEM;
 	up_json_wipe_decref(ans);
-	return r;
+	k = parse_login(l, err, len); /* the borrowed pointers may be stale */
+	return r < 0 ? r : k;
 }
 
-/* Refreshes in place and writes the host file back (the old refresh token stops working
- * once used). 0, or -EIO with why. */
-static int refresh(const char *path, const char *url, const char *ca, struct login *l, time_t now,
-		   char *err, size_t len)
-{
-	struct up_agent_body b = {0};
-	char *req;
-	int r;
+static const struct up_agent_renewal renewal = {
+	.token = "the Codex access token",
+	.expired = "the Codex access token",
+	.renew = "run `codex login` on this machine",
+	.relogin = RELOGIN,
+};
 
-	if (!url || !*url)
-		url = CODEX_TOKEN_URL_DEFAULT;
-	if (!l->refresh)
-		return up_agent_failf(err, len, -EIO,
-				      CODEX_AUTH " has no usable 'tokens.refresh_token'");
-	if (!(req = request_body(l->refresh)))
-		return -ENOMEM;
-	r = up_agent_post(url, ca, "application/json", req, &b, err, len);
-	up_free_secret(req, strlen(req));
-	if (r == 0) {
-		r = take_tokens(l, &b, now, err, len);
-		int k = parse_login(l, err, len); /* the borrowed pointers may be stale */
-		r = r < 0 ? r : k;
-	}
-	up_agent_body_done(&b);
-	if (r == 0 && (r = up_agent_write_json(path, l->doc)) < 0)
-		r = up_agent_failf(err, len, r,
-				   "cannot write the refreshed token to " CODEX_AUTH ": %s",
-				   strerror(-r));
-	return r;
-}
-
+/* Refreshes l in place when it is near its expiry, writing the host file back. */
 static int maybe_refresh(const struct up_agent_input *in, const char *path, struct login *l,
 			 struct up_agent_prepared *p, char *err, size_t len)
 {
 	time_t now = in->now ? in->now : time(NULL);
-	long long left = l->exp - (long long)now;
-	char why[512];
+	const char *const request[] = {"client_id",
+				       CODEX_OAUTH_CLIENT_ID,
+				       "grant_type",
+				       "refresh_token",
+				       "refresh_token",
+				       l->refresh,
+				       NULL};
+	const struct up_agent_refresh rf = {
+		.path = path,
+		.what = CODEX_AUTH,
+		.field = "tokens.refresh_token",
+		.written = "the refreshed token",
+		.refresh = l->refresh,
+		.url = in->openai_token_url,
+		.default_url = CODEX_TOKEN_URL_DEFAULT,
+		.ca = in->ca_bundle,
+		.request = request,
+		.take = take_tokens,
+		.login = l,
+		.doc = l->doc,
+	};
 
-	if (left >= CODEX_REFRESH_MARGIN_S)
-		return 0;
-	if (refresh(path, in->openai_token_url, in->ca_bundle, l, now, why, sizeof(why)) >= 0)
-		return 0;
-	if (left > 0)
-		return up_agent_warn(p,
-				     "refreshing the Codex access token failed (%s); the current "
-				     "token works for %lld more seconds: run `codex login` on this "
-				     "machine to renew it",
-				     why, left);
-	return up_agent_failf(err, len, -EIO,
-			      "the Codex access token in " CODEX_AUTH " has expired and "
-			      "refreshing it failed (%s): " RELOGIN,
-			      why);
+	return up_agent_renew(p, &rf, &renewal, l->exp - (long long)now, now, err, len);
 }
 
 /* ---------------------------------------------------------------- products */
@@ -271,15 +247,11 @@ static json_t *auth_rule(const char *name, const char *hosts, const char *path,
 /* "Bearer <token>" as a new JSON string; the C copy is wiped. */
 static json_t *bearer(const char *token)
 {
-	size_t n = strlen("Bearer ") + (token ? strlen(token) : 0) + 1;
-	char *v = token ? malloc(n) : NULL;
-	json_t *s;
+	char *v = up_agent_bearer(token);
+	json_t *s = v ? json_string(v) : NULL;
 
-	if (!v)
-		return NULL;
-	(void)snprintf(v, n, "Bearer %s", token);
-	s = json_string(v);
-	up_free_secret(v, n);
+	if (v)
+		up_free_secret(v, strlen(v) + 1);
 	return s;
 }
 
@@ -344,18 +316,17 @@ static int fake_chatgpt(const struct login *l, time_t now, struct up_agent_prepa
 	return doc ? keep_doc(p, doc, out, out_len) : -ENOMEM;
 }
 
-int codex_chatgpt_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len)
+int codex_chatgpt_auth(struct up_agent_ctx *c)
 {
 	_cleanup_(freep) char *path = NULL;
 	struct login l = {0};
 	json_t *h;
-	int r = read_login(in, &l, &path, err, err_len);
+	int r = read_login(c->in, &l, &path, c->err, c->err_len);
 
 	if (r == 0)
-		r = parse_login(&l, err, err_len);
+		r = parse_login(&l, c->err, c->err_len);
 	if (r == 0)
-		r = maybe_refresh(in, path, &l, p, err, err_len);
+		r = maybe_refresh(c->in, path, &l, c->p, c->err, c->err_len);
 	if (r == 0) {
 		h = json_pack("{s:o}", "Authorization", bearer(l.access));
 		if (h && l.account &&
@@ -365,32 +336,32 @@ int codex_chatgpt_auth(const struct up_agent_input *in, struct up_agent_prepared
 		}
 		if (r == 0)
 			r = up_agent_set_auth_rules(
-				p, json_pack("{s:[o]}", "rules",
-					     auth_rule("codex-chatgpt-auth", chatgpt_hosts,
-						       chatgpt_paths, methods, h)));
-		p->expires_at = (time_t)l.exp;
+				c->p, json_pack("{s:[o]}", "rules",
+						auth_rule("codex-chatgpt-auth", chatgpt_hosts,
+							  chatgpt_paths, methods, h)));
+		c->p->expires_at = (time_t)l.exp;
 	}
-	if (r == 0 && fake)
-		r = fake_chatgpt(&l, in->now ? in->now : time(NULL), p, fake, fake_len);
+	if (r == 0 && !c->in->rules_only)
+		r = fake_chatgpt(&l, c->in->now ? c->in->now : time(NULL), c->p, &c->fake,
+				 &c->fake_len);
 	login_done(&l);
 	return r;
 }
 
-int codex_api_key_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len)
+int codex_api_key_auth(struct up_agent_ctx *c)
 {
 	_cleanup_(freep) char *path = NULL;
 	struct login l = {0};
 	const char *key = NULL;
 	json_t *h;
-	int r = read_login(in, &l, &path, err, err_len);
+	int r = read_login(c->in, &l, &path, c->err, c->err_len);
 
 	/* no auth.json is fine here: the key comes from the keyring then */
 	if (r == -ENOENT)
 		r = 0;
 	key = json_string_value(json_object_get(l.doc, "OPENAI_API_KEY"));
 	if (r == 0 && key && !up_agent_is_token(key))
-		r = up_agent_failf(err, err_len, -EINVAL,
+		r = up_agent_failf(c->err, c->err_len, -EINVAL,
 				   CODEX_AUTH ": OPENAI_API_KEY has unexpected characters: run "
 					      "`codex login --with-api-key` again");
 	if (r == 0) {
@@ -399,24 +370,35 @@ int codex_api_key_auth(const struct up_agent_input *in, struct up_agent_prepared
 		/* codex also lists its models at chatgpt.com with the key (api_key_model_discovery)
 		 */
 		r = up_agent_set_auth_rules(
-			p, json_pack("{s:[o,o]}", "rules",
-				     auth_rule("codex-api-key-auth", api_hosts, NULL, methods,
-					       json_deep_copy(h)),
-				     auth_rule("codex-api-key-models", chatgpt_hosts, models_path,
-					       "[\"GET\"]", h)));
-		p->expires_at = 0;
+			c->p, json_pack("{s:[o,o]}", "rules",
+					auth_rule("codex-api-key-auth", api_hosts, NULL, methods,
+						  json_deep_copy(h)),
+					auth_rule("codex-api-key-models", chatgpt_hosts,
+						  models_path, "[\"GET\"]", h)));
+		c->p->expires_at = 0;
 	}
 	login_done(&l);
-	if (r == 0 && fake)
-		r = keep_doc(p,
+	if (r == 0 && !c->in->rules_only)
+		r = keep_doc(c->p,
 			     json_pack("{s:s, s:s, s:n, s:n}", "auth_mode", "apikey",
 				       "OPENAI_API_KEY", CODEX_PLACEHOLDER, "tokens",
 				       "last_refresh"),
-			     fake, fake_len);
+			     &c->fake, &c->fake_len);
 	return r;
 }
 
 /* ---------------------------------------------------------------- doctor */
+
+static const struct up_agent_login_doctor doctor = {
+	.name = "codex login",
+	.missing = "no Codex login",
+	.missing_note = "",
+	.missing_fix = "run `codex login` on this machine (or store a key in keyring openai/key "
+		       "and use --api-key)",
+	.fix = "run `codex login` again",
+	.login = "the Codex login",
+	.token = "the access token",
+};
 
 size_t codex_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
 		    struct up_agent_check *out, size_t max)
@@ -442,28 +424,7 @@ size_t codex_doctor(const struct up_agent_impl *impl, const struct up_agent_inpu
 	if (r == 0)
 		r = parse_login(&l, why, sizeof(why));
 	left = r == 0 ? l.exp - (long long)(in->now ? in->now : time(NULL)) : 0;
-	if (r == -ENOENT)
-		up_agent_check_set(out, "codex login", "warn",
-				   "run `codex login` on this machine (or store a key in keyring "
-				   "openai/key and use --api-key)",
-				   "no Codex login: %s is missing", CODEX_AUTH);
-	else if (r < 0)
-		up_agent_check_set(out, "codex login", "warn", "run `codex login` again", "%s",
-				   why);
-	else if (left <= 0 && !l.refresh)
-		up_agent_check_set(out, "codex login", "warn", "run `codex login` again",
-				   "the Codex login in %s has expired and has no refresh token",
-				   CODEX_AUTH);
-	else if (left > 0)
-		up_agent_check_set(out, "codex login", "ok", NULL,
-				   "%s: the access token lasts %lld more minutes%s", CODEX_AUTH,
-				   left / 60,
-				   l.refresh ? "; uplink refreshes it before it expires" : "");
-	else
-		up_agent_check_set(out, "codex login", "ok", NULL,
-				   "%s: the access token expired %lld minutes ago; uplink "
-				   "refreshes it when a session starts",
-				   CODEX_AUTH, -left / 60);
+	up_agent_doctor_login(out, &doctor, CODEX_AUTH, r, why, left, l.refresh);
 	login_done(&l);
 	return 1;
 }

@@ -22,8 +22,6 @@
 #define CODEX_TOKEN_URL_DEFAULT "https://auth.openai.com/oauth/token"
 /* Codex's public OAuth client id (the one `codex login` uses). */
 #define CODEX_OAUTH_CLIENT_ID	"app_EMoamEEZ73f0CkXaXp7hrann"
-/* Refresh when the access token expires within this many seconds. */
-#define CODEX_REFRESH_MARGIN_S	300
 /* The fake tokens' lifetime in the pod: codex there never needs to refresh them. */
 #define CODEX_FAKE_LIFETIME_S	(3650LL * 86400)
 /* What the pod's copies hold where the host had a secret. */
@@ -37,19 +35,15 @@ enum codex_mode {
 };
 
 /*
- * --chatgpt: reads ~/.codex/auth.json, refreshes the access token when it is near its
- * expiry (writing the new tokens back to the host file as codex does), and stores in `p`
- * the auth rule injecting the real token and account id on chatgpt.com, and its expiry.
- * Unless `fake` is NULL, *fake becomes the pod's auth.json (owned by `p`; placeholders).
+ * The auth parts (struct up_agent_parts). --chatgpt: reads ~/.codex/auth.json, refreshes
+ * the access token when it is near its expiry (writing the new tokens back to the host file
+ * as codex does), and stores in c->p the auth rule injecting the real token and account id
+ * on chatgpt.com, and its expiry. --api-key: the auth rule injecting OPENAI_API_KEY of
+ * ~/.codex/auth.json when it holds one, else {{keyring:openai:key}}, on api.openai.com.
+ * Unless rules_only, c->fake becomes the pod's auth.json (placeholders).
  */
-int codex_chatgpt_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len) _wur_;
-/*
- * --api-key: the auth rule injecting OPENAI_API_KEY of ~/.codex/auth.json when it holds
- * one, else {{keyring:openai:key}}, on api.openai.com; *fake as above.
- */
-int codex_api_key_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len) _wur_;
+int codex_chatgpt_auth(struct up_agent_ctx *c) _wur_;
+int codex_api_key_auth(struct up_agent_ctx *c) _wur_;
 /* `uplink doctor`'s checks of ~/.codex/auth.json; never refreshes. */
 size_t codex_doctor(const struct up_agent_impl *impl, const struct up_agent_input *in,
 		    struct up_agent_check *out, size_t max);

@@ -31,28 +31,16 @@ static const struct up_agent_mode modes[] = {
 	{.name = NULL},
 };
 
-static const char *const attach_argv[] = {UP_AGENT_ENTRYPOINT, "--attach", NULL};
-
 /* Folders of ~/.gemini shared read-only with the pod when they exist. */
-static const struct {
-	const char *name, *volume;
-} shared[] = {
-	{"commands", "gemini-commands"},
-	{"extensions", "gemini-extensions"},
+static const struct up_agent_shared shared[] = {
+	{"commands", "gemini-commands", true, false},
+	{"extensions", "gemini-extensions", true, false},
+	{NULL},
 };
 
-struct ctx {
-	const struct up_agent_input *in;
-	struct up_agent_prepared *p;
-	enum gemini_mode mode;
-	char *gemini_dir; /* <home>/.gemini, owned by p */
-	char *err;
-	size_t err_len;
-};
-
-static int settings(struct ctx *c)
+static int settings(struct up_agent_ctx *c)
 {
-	char *path = up_agent_printf(c->p, "%s/settings.json", c->gemini_dir);
+	char *path = up_agent_printf(c->p, "%s/settings.json", c->dir);
 	json_t *host = NULL;
 	const char *text;
 	size_t len;
@@ -63,8 +51,9 @@ static int settings(struct ctx *c)
 	r = gemini_read_settings(path, SETTINGS, &host, c->err, c->err_len);
 	if (r < 0 && r != -ENOENT)
 		return r;
-	text = up_agent_dump_json(c->p, gemini_settings_transform(host, c->mode, SETTINGS, c->p),
-				  &len);
+	text = up_agent_dump_json(
+		c->p, gemini_settings_transform(host, (enum gemini_mode)c->mode, SETTINGS, c->p),
+		&len);
 	up_json_wipe_decref(host);
 	if (!text)
 		return -ENOMEM;
@@ -72,120 +61,58 @@ static int settings(struct ctx *c)
 					"settings.json", text, len, path);
 }
 
-static int gemini_md(struct ctx *c)
+/*
+ * bash -lc 'exec gemini [--debug] --yolo ARGS...', quoted: --yolo approves every tool call
+ * (the sandbox is the pod; the proxy decides what leaves it). GEMINI_CLI_TRUST_WORKSPACE: the
+ * CLI trusts no folder by default, and in an untrusted one it ignores --yolo and refuses -p;
+ * the pod is the sandbox, as --yolo says.
+ */
+static const char *const tool[] = {"gemini", "--yolo", NULL};
+static const char *const debug_tool[] = {"gemini", "--debug", "--yolo", NULL};
+static const struct up_env google_env[] = {
+	{"UPLINK_AGENT_DIRS", ".gemini"},
+	{"GEMINI_CLI_TRUST_WORKSPACE", "true"},
+	{"GOOGLE_GENAI_USE_GCA", "true"},
+	{NULL, NULL},
+};
+static const struct up_env api_key_env[] = {
+	{"UPLINK_AGENT_DIRS", ".gemini"},
+	{"GEMINI_CLI_TRUST_WORKSPACE", "true"},
+	{"GEMINI_API_KEY", GEMINI_KEY_PLACEHOLDER},
+	{NULL, NULL},
+};
+static const struct up_agent_pod pods[] = {
+	[GEMINI_GOOGLE] = {.env = google_env, .tool = tool, .debug_tool = debug_tool},
+	[GEMINI_API_KEY] = {.env = api_key_env, .tool = tool, .debug_tool = debug_tool},
+};
+
+static int contribution(struct up_agent_ctx *c)
 {
-	char *path = up_agent_printf(c->p, "%s/GEMINI.md", c->gemini_dir);
-	char *host = NULL;
-	size_t len = 0;
-	const char *text;
+	char *creds = up_agent_printf(c->p, "%s/oauth_creds.json", c->dir);
+	char *md = up_agent_printf(c->p, "%s/GEMINI.md", c->dir);
 	int r;
 
-	if (!path)
-		return -ENOMEM;
-	r = up_read_file(path, UP_AGENT_MAX_HOST_FILE, &host, &len);
-	if (r < 0 && r != -ENOENT)
-		return up_agent_failf(c->err, c->err_len, r, "cannot read ~/.gemini/GEMINI.md: %s",
-				      strerror(-r));
-	text = up_agent_instructions(host, len, c->p);
-	free(host);
-	if (!text)
-		return -ENOMEM;
-	return up_agent_add_file_volume(c->p, UP_AGENT_VOL_CONFIGMAP, "gemini-md", "GEMINI.md",
-					text, strlen(text), path);
-}
-
-static int folders(struct ctx *c)
-{
-	int r = up_agent_add_host_path(c->p, "workdir", c->in->cwd, "Directory", c->in->cwd, true);
-
-	for (size_t i = 0; r == 0 && i < ELEMENTSOF(shared); i++) {
-		char *p = up_agent_printf(c->p, "%s/%s", c->gemini_dir, shared[i].name);
-		struct stat st;
-		if (!p)
-			return -ENOMEM;
-		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			r = up_agent_add_host_path(c->p, shared[i].volume, p, "Directory", p,
-						   false);
-	}
-	return r;
-}
-
-/* bash -lc 'exec gemini [--debug] --yolo ARGS...', quoted: --yolo approves every tool call
- * (the sandbox is the pod; the proxy decides what leaves it). */
-static int command(struct ctx *c)
-{
-	const char *const with_debug[] = {"gemini", "--debug", "--yolo", NULL};
-	const char *const plain[] = {"gemini", "--yolo", NULL};
-
-	return up_agent_set_command(c->p, c->in->debug ? with_debug : plain, c->in->args, c->err,
-				    c->err_len);
-}
-
-/* GEMINI_CLI_TRUST_WORKSPACE: the CLI trusts no folder by default, and in an untrusted one it
- * ignores --yolo and refuses -p; the pod is the sandbox, as --yolo says. */
-static int env(struct ctx *c)
-{
-	int r = up_agent_add_env(c->p, "UPLINK_AGENT_DIRS", ".gemini");
-
-	if (r == 0)
-		r = up_agent_add_env(c->p, "GEMINI_CLI_TRUST_WORKSPACE", "true");
-
-	if (r == 0 && c->mode == GEMINI_API_KEY)
-		r = up_agent_add_env(c->p, "GEMINI_API_KEY", GEMINI_KEY_PLACEHOLDER);
-	if (r == 0 && c->mode == GEMINI_GOOGLE)
-		r = up_agent_add_env(c->p, "GOOGLE_GENAI_USE_GCA", "true");
-	return r;
-}
-
-static int contribution(struct ctx *c, const char *fake, size_t fake_len)
-{
-	char *creds = up_agent_printf(c->p, "%s/oauth_creds.json", c->gemini_dir);
-	int r;
-
-	if (!creds)
+	if (!creds || !md)
 		return -ENOMEM;
 	if ((r = settings(c)) < 0)
 		return r;
-	if (fake && (r = up_agent_add_file_volume(c->p, UP_AGENT_VOL_SECRET, "gemini-fake-creds",
-						  "oauth_creds.json", fake, fake_len, creds)) < 0)
+	if (c->fake &&
+	    (r = up_agent_add_file_volume(c->p, UP_AGENT_VOL_SECRET, "gemini-fake-creds",
+					  "oauth_creds.json", c->fake, c->fake_len, creds)) < 0)
 		return r;
-	if ((r = gemini_md(c)) < 0 || (r = folders(c)) < 0)
+	if ((r = up_agent_add_instructions(c->p, md, "~/.gemini/GEMINI.md", "gemini-md",
+					   "GEMINI.md", NULL, c->err, c->err_len)) < 0 ||
+	    (r = up_agent_add_workdir(c->p, c->in)) < 0 ||
+	    (r = up_agent_add_shared(c->p, c->dir, NULL, shared)) < 0)
 		return r;
-	if ((r = up_agent_add_empty_dir(c->p, "docker-lib", "/var/lib/docker", "2Gi")) < 0 ||
-	    (r = up_agent_add_empty_dir(c->p, "run", "/run", "64Mi")) < 0 || (r = env(c)) < 0)
-		return r;
-	return command(c);
+	return up_agent_finish_pod(c->p, c->in, &pods[c->mode], c->err, c->err_len);
 }
 
-static int prepare(const struct up_agent_impl *impl, const struct up_agent_input *in,
-		   struct up_agent_prepared **ret, char *err, size_t err_len)
-{
-	_cleanup_(up_agent_prepared_freep) struct up_agent_prepared *p = up_agent_prepared_new();
-	struct ctx c = {.in = in, .p = p, .err = err, .err_len = err_len};
-	const char *fake = NULL;
-	size_t fake_len = 0;
-	int r;
-
-	if (!p)
-		return -ENOMEM;
-	err[0] = '\0';
-	c.mode = in->mode && streq(in->mode, "api_key") ? GEMINI_API_KEY : GEMINI_GOOGLE;
-	if (!(c.gemini_dir = up_agent_printf(p, "%s/.gemini", in->home)))
-		return -ENOMEM;
-	if (c.mode == GEMINI_API_KEY)
-		r = gemini_api_key_auth(p);
-	else
-		r = gemini_google_auth(in, p, in->rules_only ? NULL : &fake, &fake_len, err,
-				       err_len);
-	if (r == 0 && !in->rules_only)
-		r = contribution(&c, fake, fake_len);
-	if (r == -ENOMEM && !*err)
-		(void)snprintf(err, err_len, "out of memory preparing agent %s", impl->name);
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(p);
-	return 0;
-}
+static const struct up_agent_parts parts = {
+	.home_dir = ".gemini",
+	.auth = {[GEMINI_GOOGLE] = gemini_google_auth, [GEMINI_API_KEY] = gemini_api_key_auth},
+	.contribution = contribution,
+};
 
 const struct up_agent_impl up_agent_gemini = {
 	.name = "gemini",
@@ -193,7 +120,8 @@ const struct up_agent_impl up_agent_gemini = {
 	.modes = modes,
 	.default_mode = "google",
 	.default_rules = "default-rules.yaml",
-	.attach_argv = attach_argv,
-	.prepare = prepare,
+	.attach_argv = up_agent_attach_argv,
+	.prepare = up_agent_prepare_parts,
+	.parts = &parts,
 	.doctor = gemini_doctor,
 };

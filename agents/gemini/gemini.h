@@ -19,8 +19,6 @@
 #define GEMINI_OAUTH_CLIENT_ID \
 	"681255809395-oo8ft2oprdrnp9e3aqf6av3hmdib135j.apps.googleusercontent.com"
 #define GEMINI_OAUTH_CLIENT_SECRET "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"
-/* Refresh when the access token expires within this many seconds (Google's last an hour). */
-#define GEMINI_REFRESH_MARGIN_S	   300
 /* The fake token's lifetime in the pod: the CLI never thinks it expired, so never refreshes. */
 #define GEMINI_FAKE_LIFETIME_S	   (3650LL * 86400)
 #define GEMINI_FAKE_ACCESS_PREFIX  "ya29.uplink-placeholder-"
@@ -37,15 +35,15 @@ enum gemini_mode {
 };
 
 /*
- * --google: reads ~/.gemini/oauth_creds.json, refreshes the token when it is near its expiry
- * (writing the new tokens back to the host file as the CLI does), and stores in `p` the auth
- * rules injecting the real token and its expiry. Unless `fake` is NULL, *fake becomes the
- * pod's oauth_creds.json (owned by `p`; no real token in it).
+ * The auth parts (struct up_agent_parts). --google: reads ~/.gemini/oauth_creds.json,
+ * refreshes the token when it is near its expiry (writing the new tokens back to the host
+ * file as the CLI does), and stores in c->p the auth rules injecting the real token and its
+ * expiry; unless rules_only, c->fake becomes the pod's oauth_creds.json (no real token in
+ * it). --api-key: the auth rule with {{keyring:gemini:key}} as x-goog-api-key; nothing is
+ * read.
  */
-int gemini_google_auth(const struct up_agent_input *in, struct up_agent_prepared *p,
-		       const char **fake, size_t *fake_len, char *err, size_t err_len) _wur_;
-/* --api-key: the auth rule with {{keyring:gemini:key}} as x-goog-api-key; nothing is read. */
-int gemini_api_key_auth(struct up_agent_prepared *p) _wur_;
+int gemini_google_auth(struct up_agent_ctx *c) _wur_;
+int gemini_api_key_auth(struct up_agent_ctx *c) _wur_;
 
 /*
  * settings.json for the pod (a new object): every string whose key looks like a secret

@@ -4,7 +4,6 @@
  * refreshed when it is near its expiry and written back as opencode writes it, the auth
  * rule that makes the mitm inject the real credential, and the pod's fake auth.json.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +12,6 @@
 #include "agents/opencode/opencode.h"
 #include "bounds.h"
 #include "fileio.h"
-#include "hex.h"
 #include "jsonrpc.h"
 
 #define AUTH	"~/.local/share/opencode/auth.json"
@@ -125,29 +123,6 @@ static int parse_entry(struct entry *e, char *err, size_t len)
 
 /* ---------------------------------------------------------------- refresh */
 
-static char *request_body(const struct entry *e)
-{
-	json_t *req;
-	char *s = NULL, *rt;
-
-	if (e->pv->form) {
-		/* application/x-www-form-urlencoded, as libcurl escapes it */
-		if (!(rt = curl_easy_escape(NULL, e->refresh, 0)))
-			return NULL;
-		if (asprintf(&s, "grant_type=refresh_token&refresh_token=%s&client_id=%s", rt,
-			     e->pv->client_id) < 0)
-			s = NULL;
-		explicit_bzero(rt, strlen(rt));
-		curl_free(rt);
-		return s;
-	}
-	req = json_pack("{s:s, s:s, s:s}", "grant_type", "refresh_token", "refresh_token",
-			e->refresh, "client_id", e->pv->client_id);
-	s = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	up_json_wipe_decref(req);
-	return s;
-}
-
 /* The ChatGPT account of a token answer, as opencode finds it (id_token, then access). */
 static char *account_of(const json_t *ans)
 {
@@ -194,69 +169,59 @@ static json_t *new_entry(const struct entry *e, const json_t *ans, time_t now)
 	return o;
 }
 
-/* Refreshes e->doc's entry and writes the file back (the old refresh token is spent). */
-static int refresh(const char *path, const struct up_agent_input *in, struct entry *e, time_t now,
-		   char *err, size_t len)
+/* The answer into e->doc's entry (the spent tokens wiped), read back; 0 or -EIO with why. */
+static int take_entry(void *login, const struct up_agent_body *b, time_t now, char *err, size_t len)
 {
-	/* the test's (or the knob's) token endpoint of the provider: Anthropic's or OpenAI's */
-	const char *url = e->pv == &providers[OC_OPENAI] ? in->openai_token_url : in->token_url;
-	struct up_agent_body b = {0};
-	char *body;
-	json_t *ans = NULL, *o = NULL;
-	int r;
+	struct entry *e = login;
+	json_t *ans = up_agent_body_json(b);
+	json_t *o = new_entry(e, ans, now);
 
-	if (!e->refresh)
-		return up_agent_failf(err, len, -EIO, AUTH " has no usable '%s.refresh'",
-				      e->pv->id);
-	if (!(body = request_body(e)))
-		return -ENOMEM;
-	r = up_agent_post(url && *url ? url : e->pv->token_url, in->ca_bundle,
-			  e->pv->form ? "application/x-www-form-urlencoded" : "application/json",
-			  body, &b, err, len);
-	up_free_secret(body, strlen(body));
-	if (r == 0) {
-		ans = up_agent_body_json(&b);
-		o = new_entry(e, ans, now);
-		r = o ? 0
-		      : up_agent_failf(err, len, -EIO,
-				       "the token endpoint's answer lacks access_token or "
-				       "expires_in");
-	}
 	up_json_wipe_decref(ans);
-	up_agent_body_done(&b);
-	if (r == 0) {
-		/* the spent tokens are wiped before jansson frees them */
-		up_json_wipe(json_object_get(e->doc, e->pv->id));
-		if (json_object_set_new(e->doc, e->pv->id, o) < 0)
-			r = -ENOMEM;
-	}
-	if (r == 0 && (r = parse_entry(e, err, len)) == 0 &&
-	    (r = up_agent_write_json(path, e->doc)) < 0)
-		r = up_agent_failf(err, len, r, "cannot write the refreshed login to " AUTH ": %s",
-				   strerror(-r));
-	return r;
+	if (!o)
+		return up_agent_failf(err, len, -EIO,
+				      "the token endpoint's answer lacks access_token or "
+				      "expires_in");
+	/* the spent tokens are wiped before jansson frees them */
+	up_json_wipe(json_object_get(e->doc, e->pv->id));
+	if (json_object_set_new(e->doc, e->pv->id, o) < 0)
+		return -ENOMEM;
+	return parse_entry(e, err, len);
 }
 
-/* Refreshes an OAuth login that expires within OC_REFRESH_MARGIN_S. */
+/* Refreshes an OAuth login that expires within UP_AGENT_REFRESH_MARGIN_S and writes the file
+ * back (the old refresh token is spent). */
 static int renew(const struct up_agent_input *in, const char *path, struct entry *e, time_t now,
 		 struct up_agent_prepared *p, char *err, size_t err_len)
 {
-	long long left = e->expires_ms / 1000 - (long long)now;
-	char why[512];
+	const char *const request[] = {"grant_type", "refresh_token", "refresh_token",
+				       e->refresh,   "client_id",     e->pv->client_id,
+				       NULL};
+	char field[64], who[64];
+	/* the test's (or the knob's) token endpoint of the provider: Anthropic's or OpenAI's */
+	const struct up_agent_refresh rf = {
+		.path = path,
+		.what = AUTH,
+		.field = field,
+		.written = "the refreshed login",
+		.refresh = e->refresh,
+		.url = e->pv == &providers[OC_OPENAI] ? in->openai_token_url : in->token_url,
+		.default_url = e->pv->token_url,
+		.ca = in->ca_bundle,
+		.form = e->pv->form,
+		.request = request,
+		.take = take_entry,
+		.login = e,
+		.doc = e->doc,
+	};
+	const struct up_agent_renewal say = {
+		.token = who, .expired = who, .renew = RELOGIN, .relogin = RELOGIN};
 
-	if (!e->oauth || left >= OC_REFRESH_MARGIN_S)
+	if (!e->oauth)
 		return 0;
-	if (refresh(path, in, e, now, why, sizeof(why)) >= 0)
-		return 0;
-	if (left > 0)
-		return up_agent_warn(p,
-				     "refreshing opencode's %s login failed (%s); the current "
-				     "token works for %lld more seconds: " RELOGIN " to renew it",
-				     e->pv->name, why, left);
-	return up_agent_failf(err, err_len, -EIO,
-			      "opencode's %s login in " AUTH " has expired and refreshing it "
-			      "failed (%s): " RELOGIN,
-			      e->pv->name, why);
+	(void)snprintf(field, sizeof(field), "%s.refresh", e->pv->id);
+	(void)snprintf(who, sizeof(who), "opencode's %s login", e->pv->name);
+	return up_agent_renew(p, &rf, &say, e->expires_ms / 1000 - (long long)now, now, err,
+			      err_len);
 }
 
 /* ---------------------------------------------------------------- products */
@@ -273,7 +238,7 @@ static int auth_rule(struct up_agent_prepared *p, const struct entry *e)
 
 	if (r == 0 && !e->oauth && e->pv == &providers[OC_ANTHROPIC])
 		r = json_object_set_new(h, "x-api-key", json_string(e->key));
-	else if (r == 0 && asprintf(&bearer, "Bearer %s", e->oauth ? e->access : e->key) >= 0)
+	else if (r == 0 && (bearer = up_agent_bearer(e->oauth ? e->access : e->key)))
 		r = json_object_set_new(h, "Authorization", json_string(bearer));
 	else
 		r = -ENOMEM;
@@ -298,15 +263,6 @@ static int auth_rule(struct up_agent_prepared *p, const struct entry *e)
 	return up_agent_set_auth_rules(p, json_pack("{s:[o]}", "rules", rule));
 }
 
-static char *fake_token(struct up_agent_prepared *p)
-{
-	char hex[65];
-
-	if (up_random_hex(hex, 16) < 0)
-		return NULL;
-	return up_agent_printf(p, OC_FAKE_PREFIX "%s", hex);
-}
-
 /*
  * The pod's auth.json: only the mode's provider (the other logins stay home), with
  * placeholders. An API key stays an API key; an OAuth login stays one, with an expiry
@@ -316,10 +272,11 @@ static char *fake_token(struct up_agent_prepared *p)
 static int fake_auth(const struct entry *e, time_t now, struct up_agent_prepared *p,
 		     struct oc_login *login)
 {
-	char *a = fake_token(p), *b = fake_token(p);
+	const char *a = NULL, *b = NULL;
 	json_t *o;
 
-	if (!a || !b)
+	if (up_agent_fake_token(p, OC_FAKE_PREFIX, &a) < 0 ||
+	    up_agent_fake_token(p, OC_FAKE_PREFIX, &b) < 0)
 		return -ENOMEM;
 	if (e->oauth)
 		o = json_pack("{s:s, s:s, s:s, s:I}", "type", "oauth", "refresh", b, "access", a,

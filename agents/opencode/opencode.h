@@ -31,8 +31,6 @@
 #define OC_OPENAI_CLIENT_ID	"app_EMoamEEZ73f0CkXaXp7hrann"
 /* The beta opencode-anthropic-auth adds to every request of an OAuth login. */
 #define OC_ANTHROPIC_OAUTH_BETA "oauth-2025-04-20,interleaved-thinking-2025-05-14"
-/* Refresh when the access token expires within this many seconds. */
-#define OC_REFRESH_MARGIN_S	300
 /* The fake OAuth login's lifetime in the pod: opencode there never refreshes it. */
 #define OC_FAKE_LIFETIME_S	(3650LL * 86400)
 /* What the pod's login holds instead of the real secrets (+ 32 random hex digits). */
