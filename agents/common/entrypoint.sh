@@ -7,10 +7,12 @@
 #                                   $WORKDIR, wait for it and exit with its exit code
 #   uplink-entrypoint --attach      (what `kubectl exec -it` runs) attach to that tmux
 #                                   session as the user, once it exists (UPLINK_ATTACH_WAIT
-#                                   seconds at most, 60); exits 86 if the agent ended
-#   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1;
-#                                   when no client attached yet, its last screen waits for
-#                                   one (UPLINK_ATTACH_LINGER seconds at most, 10)
+#                                   seconds at most, 60); if the agent ended, prints what it
+#                                   left on its screen and exits 86
+#   uplink-entrypoint --run CMD...  (inside tmux) run CMD and keep its exit code for PID 1
+#                                   and its last screen for --attach; when no client attached
+#                                   yet, that screen waits for one (UPLINK_ATTACH_LINGER
+#                                   seconds at most, 10)
 #
 # One script for every agent image (agents/common/). Environment, set by uplinkd in the pod
 # spec: UPLINK_UID, UPLINK_GID, USERNAME, UPLINK_HOME, WORKDIR, UPLINK_CA_CERT (the session
@@ -26,6 +28,8 @@ SOCK=$STATE/tmux.sock
 EXIT_FILE=$STATE/agent.exit
 # Made by --attach: a client has attached (run_agent's linger ends).
 ATTACHED=$STATE/attached
+# What the agent left in its pane, history included, trailing blank lines dropped.
+SCREEN_FILE=$STATE/agent.screen
 SESSION=uplink
 DOCKER_SOCK=$ROOT/var/run/docker.sock
 DOCKER_ROOT=$ROOT/var/lib/docker
@@ -159,9 +163,19 @@ start_dockerd() {
 		log "cannot hand $DOCKER_SOCK to group docker"
 }
 
+# tmux shows the pane on the terminal's alternate screen, which goes when tmux gives the
+# terminal back: an answer of `claude -p` would vanish with it. The pane as text is kept
+# for --attach to print after tmux, where the terminal keeps it (its blank rows dropped).
+keep_screen() {
+	tmux -S "$SOCK" capture-pane -p -J -S - -t "$SESSION" 2>/dev/null |
+		awk 'NF { while (blank > 0) { print ""; blank-- } print; next } { blank++ }' \
+			>"$SCREEN_FILE.tmp" && mv -f "$SCREEN_FILE.tmp" "$SCREEN_FILE"
+}
+
 run_agent() {
 	"$@"
 	rc=$?
+	keep_screen || log "cannot keep the agent's last screen"
 	# A quick agent (claude -p) may end before `uplink run`'s kubectl exec attaches: its last
 	# screen waits for that client (UPLINK_ATTACH_LINGER seconds at most, 10), which then
 	# sees it drawn, rather than a session that is already gone.
@@ -182,7 +196,7 @@ start_agent() {
 	if [ "$UPLINK_UID" != 0 ]; then
 		chown "$UPLINK_UID:$UPLINK_GID" "$STATE" || die "cannot give $STATE to uid $UPLINK_UID"
 	fi
-	rm -f "$EXIT_FILE" "$ATTACHED"
+	rm -f "$EXIT_FILE" "$ATTACHED" "$SCREEN_FILE"
 	cd "$WORKDIR" || die "cannot enter the working directory $WORKDIR"
 	[ $# -gt 0 ] || set -- bash -l
 	# several arguments: tmux runs them as they are, with no shell in between
@@ -245,7 +259,10 @@ case ${1:-} in
 	as_user tmux -S "$SOCK" attach-session -t "$SESSION"
 	rc=$?
 	# tmux returns when the user detaches and when the agent ends; tell uplink which.
-	as_user tmux -S "$SOCK" has-session -t "$SESSION" 2>/dev/null || exit "$ATTACH_ENDED"
+	if ! as_user tmux -S "$SOCK" has-session -t "$SESSION" 2>/dev/null; then
+		[ ! -s "$SCREEN_FILE" ] || cat "$SCREEN_FILE"
+		exit "$ATTACH_ENDED"
+	fi
 	exit "$rc"
 	;;
 esac

@@ -129,6 +129,10 @@ def test_run_claude_print_for_real(cluster, daemon):
     assert ANSWER in screen, (rc, screen[-4000:], daemon.logs()[-4000:])
     assert rc == 0, (screen[-3000:], daemon.logs()[-3000:])
     assert "detached" not in screen, screen[-3000:]     # the agent ended: not a detach
+    # tmux drew the answer on the alternate screen, which a real terminal drops when tmux
+    # gives it back: the answer must come again after that, where the terminal keeps it
+    left = screen.rfind("\x1b[?1049l")
+    assert left >= 0 and ANSWER in screen[left:], screen[-3000:]
     reqs = cluster.requests()
     msgs = [r for r in reqs if r["path"].startswith("/v1/messages")]
     assert msgs, reqs

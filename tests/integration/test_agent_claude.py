@@ -292,6 +292,7 @@ new-session)
 	(cd "$dir" && "$@")
 	exit 0 ;;
 has-session) exit 1 ;;
+capture-pane) printf '%b' "${STUB_SCREEN:-}"; exit 0 ;;
 esac
 exit 0
 """,
@@ -369,7 +370,7 @@ def test_entrypoint_runs_the_agent(entry, home):
     # the CA is trusted before anything else, the user exists before dockerd and tmux
     order = ["update-ca-certificates", "getent", "getent", "groupadd", "getent", "getent",
              "useradd", "getent", "usermod", "chown", "chown", "dockerd", "chgrp", "chown",
-             "runuser", "tmux", "runuser", "tmux"]
+             "runuser", "tmux", "tmux", "runuser", "tmux"]
     assert names == order, log
     assert log[1:3] == ["getent [group] [4242]", "getent [group] [alice]"]
     assert log[3] == "groupadd [-g] [4242] [alice]"
@@ -383,7 +384,9 @@ def test_entrypoint_runs_the_agent(entry, home):
     assert log[14] == "runuser [-u] [alice] [--] [tmux] [-S] [%s] [new-session] [-d] [-s] [uplink] " \
         "[-x] [200] [-y] [50] [-c] [%s] [%s] [--run] [bash] [-lc] [%s]" % (
             sock, entry.work, COMMON / "entrypoint.sh", command[2])
-    assert log[17] == f"tmux [-S] [{sock}] [has-session] [-t] [uplink]"
+    # the agent ended: its pane, history and all, kept for --attach to print
+    assert log[16] == f"tmux [-S] [{sock}] [capture-pane] [-p] [-J] [-S] [-] [-t] [uplink]"
+    assert log[18] == f"tmux [-S] [{sock}] [has-session] [-t] [uplink]"
     # the session CA went into the system store
     assert (entry.root / "usr/local/share/ca-certificates/uplink-session-ca.crt").read_text() == \
         entry.ca.read_text()
@@ -494,13 +497,44 @@ def test_entrypoint_attach_waits_for_the_session(entry):
 
 
 def test_entrypoint_attach_says_the_agent_ended(entry):
-    """tmux returns on a detach and when the agent ends: 86 tells uplink it was the latter."""
+    """tmux returns on a detach and when the agent ends: 86 tells uplink it was the latter,
+    and what the agent left on its screen is printed after tmux, where it stays."""
     flag = session_tmux(entry)
     flag.write_text("")
     stub = Path(entry.env["PATH"].split(":")[0]) / "tmux"
     stub.write_text(stub.read_text().replace("exit 0\n", 'rm -f "$STUB_OUT/session"; exit 0\n'))
     r = entry.run("--attach")
     assert r.returncode == 86, r.stderr
+    assert r.stdout == ""  # nothing kept: nothing printed
+    flag.write_text("")
+    (entry.root / "run" / "uplink").mkdir(parents=True, exist_ok=True)
+    (entry.root / "run" / "uplink" / "agent.screen").write_text("$ claude -p\nthe answer\n")
+    r = entry.run("--attach")
+    assert r.returncode == 86, r.stderr
+    assert r.stdout == "$ claude -p\nthe answer\n"
+
+
+def test_detach_prints_no_screen(entry):
+    """A detach leaves the session running: nothing of its screen is printed."""
+    session_tmux(entry).write_text("")
+    (entry.root / "run" / "uplink").mkdir(parents=True, exist_ok=True)
+    (entry.root / "run" / "uplink" / "agent.screen").write_text("an older screen\n")
+    r = entry.run("--attach")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+
+
+def test_ended_agent_keeps_its_screen_without_blank_rows(entry):
+    """--run keeps the pane as text when the agent ends: the blank rows below the last line
+    go, blank lines between lines stay."""
+    state = entry.root / "run" / "uplink"
+    state.mkdir(parents=True)
+    env = {**entry.env, "STUB_SCREEN": "line one\\n\\n  indented\\n   \\n\\n\\n"}
+    p = subprocess.run([str(COMMON / "entrypoint.sh"), "--run", "sh", "-c", "exit 4"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 4, p.stderr
+    assert (state / "agent.screen").read_text() == "line one\n\n  indented\n"
+    assert (state / "agent.exit").read_text() == "4\n"
 
 
 def test_entrypoint_attach_gives_up(entry):
