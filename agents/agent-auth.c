@@ -112,7 +112,7 @@ int up_agent_renew(struct up_agent_prepared *p, const struct up_agent_refresh *r
 		   const struct up_agent_renewal *say, long long left, time_t now, char *err,
 		   size_t len)
 {
-	char why[512];
+	char why[512] = "";
 
 	if (left >= UP_AGENT_REFRESH_MARGIN_S)
 		return 0;

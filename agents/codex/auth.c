@@ -90,8 +90,11 @@ static char *fake_jwt(json_t *claims)
 static int read_login(const struct up_agent_input *in, struct login *l, char **path, char *err,
 		      size_t len)
 {
-	if (asprintf(path, "%s/.codex/auth.json", in->home) < 0)
+	if (asprintf(path, "%s/.codex/auth.json", in->home) < 0) {
+		*path = NULL;
+		(void)snprintf(err, len, "%s: out of memory", CODEX_AUTH);
 		return -ENOMEM;
+	}
 	return up_agent_read_json(*path, CODEX_AUTH, "codex login",
 				  "run `codex login` on this machine (with "
 				  "cli_auth_credentials_store = \"file\" in ~/.codex/config.toml), "
@@ -405,7 +408,7 @@ size_t codex_doctor(const struct up_agent_impl *impl, const struct up_agent_inpu
 {
 	_cleanup_(freep) char *path = NULL;
 	struct login l = {0};
-	char why[512];
+	char why[512] = "";
 	long long left;
 	int r;
 

@@ -321,7 +321,7 @@ int oc_auth(const struct up_agent_input *in, enum oc_mode mode, struct up_agent_
 /* One provider's part of the doctor line; false when it is stale (a warning). */
 static bool doctor_entry(struct entry *e, time_t now, char *buf, size_t len)
 {
-	char why[512];
+	char why[512] = "";
 	long long left;
 	int r = parse_entry(e, why, sizeof(why));
 
@@ -353,7 +353,7 @@ size_t oc_doctor(const struct up_agent_impl *impl, const struct up_agent_input *
 {
 	_cleanup_(freep) char *path = oc_auth_path(in->home);
 	struct entry e = {0};
-	char why[512], part[2][512];
+	char why[512] = "", part[2][512];
 	bool ok[2], any;
 	int r;
 
