@@ -164,7 +164,12 @@ def test_daemon_restart_picks_the_log_up_without_duplicates(running):
     env.daemon.stop(sig=9)
     env.fk.pod_log(ns, "mitm", REFUSED + "\n", container="mitm")  # while nobody listens
     env.daemon.start()
-    wait_for(lambda: len(file_lines(env, sid)) >= 3, timeout=15, what="the line logged meanwhile")
+    try:
+        wait_for(lambda: len(file_lines(env, sid)) >= 3, timeout=15,
+                 what="the line logged meanwhile")
+    except AssertionError as e:  # say what the new daemon did meanwhile
+        raise AssertionError(f"{e}; file: {file_lines(env, sid)}; uplinkd's log:\n"
+                             f"{env.daemon.logs()[-4000:]}") from None
     # a line after the replay, as a barrier: once it is in, any duplicate would be before it
     later = audit("allow", "GET", "api.anthropic.com", "/v1/later", "claude-api", 200,
                   ts="2026-11-29T09:03:00.000Z")
