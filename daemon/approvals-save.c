@@ -49,7 +49,7 @@ static void save_after(uv_work_t *w, int status)
 }
 
 int up_approvals_save(struct up_session *s, const json_t *rule, const char *file, const char *what,
-		      up_approval_saved_fn done, void *userdata)
+		      const char *by, up_approval_saved_fn done, void *userdata)
 {
 	const struct up_knobs *k = up_knobs();
 	struct save_job *j = calloc(1, sizeof(*j));
@@ -72,7 +72,7 @@ int up_approvals_save(struct up_session *s, const json_t *rule, const char *file
 	(void)gmtime_r(&now, &tm);
 	(void)strftime(day, sizeof(day), "%Y-%m-%d", &tm);
 	(void)snprintf(j->comment, sizeof(j->comment),
-		       "Saved %s by uplink approve from session %s (%s in %s):\n%.400s", day,
+		       "Saved %s by %s from session %s (%s in %s):\n%.400s", day, by,
 		       up_session_id(s), s->o.agent, s->o.cwd, what);
 	j->rule = json_incref((json_t *)rule);
 	j->s = (struct up_rules_save){.path = j->path,

@@ -198,7 +198,8 @@ static void answered(enum up_notify_answer ans, void *userdata)
 			*w = (struct always){.all = a->s->all, .rule = rule};
 			(void)snprintf(w->session, sizeof(w->session), "%s", up_session_id(a->s));
 			(void)snprintf(w->n, sizeof(w->n), "%s", a->question_id);
-			r = up_approvals_save(a->s, rule, NULL, what, always_saved, w);
+			r = up_approvals_save(a->s, rule, NULL, what, "the notification's Always",
+					      always_saved, w);
 			if (r >= 0)
 				return;
 			free(w);

@@ -35,12 +35,13 @@ int up_rpc_approvals_register(struct up_rpc *rpc, struct up_manager *m) _wur_;
 
 /*
  * "Always": saves `rule` (an up_approval_rule()) to `file` (absolute; NULL: the user's own
- * rules file, rules-save.h) off the loop, with a comment naming the date, session `s` and
- * `what` (the request, "POST host/path"). `done` runs on the loop with 0 or -errno and the
- * save's outcome (file, line, or the failure's UP_ERR_* and sentence); the caller then
- * lets the request through for the session. Returns 0 or -errno (done is not called).
+ * rules file, rules-save.h) off the loop, with a comment naming the date, who saved it (`by`,
+ * "uplink approve"), session `s` and `what` (the request, "POST host/path"). `done` runs on
+ * the loop with 0 or -errno and the save's outcome (file, line, or the failure's UP_ERR_*
+ * and sentence); the caller then lets the request through for the session. Returns 0 or
+ * -errno (done is not called).
  */
 struct up_rules_save;
 typedef void (*up_approval_saved_fn)(int r, const struct up_rules_save *res, void *userdata);
 int up_approvals_save(struct up_session *s, const json_t *rule, const char *file, const char *what,
-		      up_approval_saved_fn done, void *userdata) _wur_;
+		      const char *by, up_approval_saved_fn done, void *userdata) _wur_;

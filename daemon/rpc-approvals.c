@@ -222,7 +222,8 @@ static int start_save(struct decision *d, struct up_session *s, const char *file
 		shown = own;
 	if (shown && json_object_set_new(d->result, "file", json_string(shown)) < 0)
 		return -ENOMEM;
-	r = up_approvals_save(s, json_object_get(d->result, "rule"), file, what, saved, d);
+	r = up_approvals_save(s, json_object_get(d->result, "rule"), file, what, "uplink approve",
+			      saved, d);
 	if (r >= 0)
 		d->saving = true;
 	return r;

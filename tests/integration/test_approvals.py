@@ -230,7 +230,8 @@ def test_approve_save_writes_the_rule_every_next_session_takes(asking):
     assert f"Saved the rule to {own}:4;" in r.stdout and "1 request released" in r.stdout
     assert a.result().status == 200 and len(echo.find(a.tid)) == 1
     text = own.read_text()
-    assert text.startswith("rules:\n  # Saved ") and f"from session {sid} (claude in " in text
+    assert text.startswith("rules:\n  # Saved ") and " by uplink approve from session " in text
+    assert f"from session {sid} (claude in " in text
     assert "POST save.example.org/api/v2/items/42\n  - name: 'approved-save.example.org'" in text
     assert MARK not in text and token not in text
     assert (own.stat().st_mode & 0o777) == 0o600
@@ -343,7 +344,8 @@ def test_always_from_the_notification_saves_the_rule(asking_desktop):
     assert res.json()["path"] == f"/api/v3/items/7?k={MARK}-query"
     # saved (before the request went) to the user's own file under XDG_CONFIG_HOME
     text = own.read_text()
-    assert text.startswith("rules:\n  # Saved ") and f"from session {sid} (claude in " in text
+    assert text.startswith("rules:\n  # Saved ") and " by the notification's Always " in text
+    assert f"from session {sid} (claude in " in text
     assert ("POST always.example.org/api/v3/items/7\n"
             "  - name: 'approved-always.example.org'") in text, text
     assert MARK not in text and token not in text
