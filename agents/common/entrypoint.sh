@@ -167,9 +167,18 @@ start_dockerd() {
 # terminal back: an answer of `claude -p` would vanish with it. The pane as text is kept
 # for --attach to print after tmux, where the terminal keeps it (its blank rows dropped).
 keep_screen() {
-	tmux -S "$SOCK" capture-pane -p -J -S - -t "$SESSION" 2>/dev/null |
+	tmux -S "$SOCK" capture-pane -p -J -S - -t "${TMUX_PANE:-$SESSION}" 2>/dev/null |
 		awk 'NF { while (blank > 0) { print ""; blank-- } print; next } { blank++ }' \
 			>"$SCREEN_FILE.tmp" && mv -f "$SCREEN_FILE.tmp" "$SCREEN_FILE"
+}
+
+# The kept screen, read with the user's rights (the file is in the user's folder: root
+# does not open what the user may have put there) and as plain text: no control bytes
+# but tab and newline reach the terminal (capture-pane -p holds none; anything else came
+# from someone else).
+show_screen() {
+	[ -s "$SCREEN_FILE" ] || return 0
+	as_user cat -- "$SCREEN_FILE" 2>/dev/null | tr -d '\000-\010\013-\037\177'
 }
 
 run_agent() {
@@ -260,7 +269,7 @@ case ${1:-} in
 	rc=$?
 	# tmux returns when the user detaches and when the agent ends; tell uplink which.
 	if ! as_user tmux -S "$SOCK" has-session -t "$SESSION" 2>/dev/null; then
-		[ ! -s "$SCREEN_FILE" ] || cat "$SCREEN_FILE"
+		show_screen
 		exit "$ATTACH_ENDED"
 	fi
 	exit "$rc"

@@ -512,6 +512,14 @@ def test_entrypoint_attach_says_the_agent_ended(entry):
     r = entry.run("--attach")
     assert r.returncode == 86, r.stderr
     assert r.stdout == "$ claude -p\nthe answer\n"
+    # read as the user, and as plain text: what is not text never reaches the terminal
+    assert any(c.startswith("runuser [-u] [alice] [--] [cat]") for c in entry.log())
+    flag.write_text("")
+    (entry.root / "run" / "uplink" / "agent.screen").write_text(
+        "the answer\x1b]52;c;cHduZWQ=\x07 in\tplain\r\n")
+    r = entry.run("--attach")
+    assert r.returncode == 86, r.stderr
+    assert r.stdout == "the answer]52;c;cHduZWQ= in\tplain\n"
 
 
 def test_detach_prints_no_screen(entry):
