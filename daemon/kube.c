@@ -566,7 +566,8 @@ static void on_start(uv_timer_t *t)
 	send_call(t->data);
 }
 
-static int call_go(struct up_kube_call *c)
+/* `*ret` is set only when the call is under way: a failed start frees it. */
+static int call_go(struct up_kube_call *c, struct up_kube_call **ret)
 {
 	c->timer = up_loop_timer_new(c->k->loop, c);
 	if (!c->timer) {
@@ -576,6 +577,8 @@ static int call_go(struct up_kube_call *c)
 		return -ENOMEM;
 	}
 	(void)uv_timer_start(c->timer, on_start, 0, 0);
+	if (ret)
+		*ret = c;
 	return 0;
 }
 
@@ -587,9 +590,7 @@ int up_kube_get(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,
 
 	if (r < 0)
 		return r;
-	if (ret)
-		*ret = c;
-	return call_go(c);
+	return call_go(c, ret);
 }
 
 int up_kube_list(struct up_kube *k, const char *path, const char *label_selector,
@@ -634,9 +635,7 @@ int up_kube_apply(struct up_kube *k, json_t *obj, bool dry_run, up_kube_fn cb, v
 	}
 	c->body_len = strlen(c->body);
 	c->content_type = "application/apply-patch+yaml";
-	if (ret)
-		*ret = c;
-	return call_go(c);
+	return call_go(c, ret);
 }
 
 int up_kube_delete(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,
@@ -658,9 +657,7 @@ int up_kube_delete(struct up_kube *k, const char *path, up_kube_fn cb, void *ud,
 	}
 	c->body_len = sizeof(opts) - 1;
 	c->content_type = "application/json";
-	if (ret)
-		*ret = c;
-	return call_go(c);
+	return call_go(c, ret);
 }
 
 int up_kube_stream(struct up_kube *k, const char *path, up_kube_line_fn line, up_kube_fn end,
@@ -673,9 +670,7 @@ int up_kube_stream(struct up_kube *k, const char *path, up_kube_line_fn line, up
 		return r;
 	c->stream = true;
 	c->line = line;
-	if (ret)
-		*ret = c;
-	return call_go(c);
+	return call_go(c, ret);
 }
 
 int up_kube_raw(struct up_kube *k, const struct up_kube_raw_opts *o, up_kube_raw_fn cb, void *ud,
@@ -707,9 +702,7 @@ int up_kube_raw(struct up_kube *k, const struct up_kube_raw_opts *o, up_kube_raw
 		c->body_len = o->body_len;
 		c->content_type = "application/json";
 	}
-	if (ret)
-		*ret = c;
-	return call_go(c);
+	return call_go(c, ret);
 }
 
 bool up_kube_is_status(const char *body, size_t len)
