@@ -179,28 +179,38 @@ static void check_docker_daemon(struct up_doctor_local *l)
 		    host && *host ? " at " : "", host && *host ? host : "");
 }
 
-/* What a verdict of up_k3s_registries_check() says after the file's name; NULL: all is well. */
+/* What a verdict of up_k3s_registries_check() says, in `buf`; NULL: all is well. */
 static const char *registries_problem(const struct up_k3s_check *c, char *buf, size_t len)
 {
 	switch (c->verdict) {
 	case UP_K3S_MISSING:
-		return "does not exist: the local k3s cannot pull agent images from localhost:5000";
+		(void)snprintf(buf, len,
+			       "%s does not exist: the local k3s cannot pull agent images from "
+			       "localhost:5000",
+			       c->path);
+		break;
 	case UP_K3S_UNREADABLE:
-		(void)snprintf(buf, len, "cannot be read: %s", strerror(-c->err));
-		return buf;
+		(void)snprintf(buf, len, "cannot read %s: %s", c->path, strerror(-c->err));
+		break;
 	case UP_K3S_INVALID:
-		(void)snprintf(buf, len, "is not valid YAML: %s", c->yaml_error);
-		return buf;
+		(void)snprintf(buf, len, "%s is not valid YAML: %s", c->path, c->yaml_error);
+		break;
 	case UP_K3S_NO_MIRROR:
-		return "has no mirror for localhost:5000: the local k3s cannot pull agent images";
+		(void)snprintf(
+			buf, len,
+			"%s has no mirror for localhost:5000: the local k3s cannot pull agent "
+			"images",
+			c->path);
+		break;
 	default: return NULL;
 	}
+	return buf;
 }
 
 static void check_registries(struct up_doctor_local *l)
 {
 	struct up_k3s_check c;
-	char fix[1024], buf[512];
+	char fix[1024], buf[1024];
 	const char *problem;
 
 	up_k3s_registries_check(l->server, &c);
@@ -218,7 +228,7 @@ static void check_registries(struct up_doctor_local *l)
 	(void)snprintf(fix, sizeof(fix),
 		       "write this to %s, then restart k3s (sudo systemctl restart k3s):\n%s",
 		       c.path, UP_K3S_REGISTRIES_YAML);
-	set(&l->registries, "fail", fix, "%s %s", c.path, problem);
+	set(&l->registries, "fail", fix, "%s", problem);
 }
 
 /* NameHasOwner(name) on the bus: 1, 0, or -errno. */
