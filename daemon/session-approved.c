@@ -65,6 +65,7 @@ int up_session_add_approved_rule(struct up_session *s, const json_t *rule, char 
 	struct keeping *k = NULL;
 	char *text = NULL;
 	size_t i;
+	bool said = false;
 	int r = 0;
 
 	json_array_foreach (s->approved, i, e)
@@ -92,7 +93,8 @@ int up_session_add_approved_rule(struct up_session *s, const json_t *rule, char 
 		doc = json_pack("{s:i, s:[O]}", "version", UP_RULES_FORMAT_VERSION, "rules", e);
 	problems = json_array();
 	r = doc && problems ? up_ruleset_load_json(s->rs, doc, problems) : -ENOMEM;
-	if (r == -EINVAL)
+	said = r == -EINVAL; /* a later -EINVAL (the Secret, the apply) is not the rule's */
+	if (said)
 		warn_of(s, warn, warn_len,
 			"the approved rule does not load (%s): the proxy has it only",
 			json_string_value(json_array_get(problems, 0)));
@@ -112,7 +114,7 @@ int up_session_add_approved_rule(struct up_session *s, const json_t *rule, char 
 		r = 1; /* on_approved_applied() goes on */
 	else
 		free(k);
-	if (r < 0 && r != -EINVAL)
+	if (r < 0 && !said)
 		warn_of(s, warn, warn_len,
 			"its rules Secret cannot be rewritten with the approved rule (%s): the "
 			"proxy has it now, but a restarted mitm pod would ask about it again",
