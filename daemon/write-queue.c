@@ -7,7 +7,7 @@
 
 struct up_write_chunk {
 	struct up_write_chunk *next;
-	size_t len;
+	size_t len, done; /* done: written already (a short write goes on from there) */
 	char data[];
 };
 
@@ -41,6 +41,11 @@ static void on_fs(uv_fs_t *req)
 	if (type == UV_FS_WRITE) {
 		struct up_write_chunk *c = q->head;
 
+		if (res > 0 && (size_t)res < c->len - c->done) {
+			c->done += (size_t)res; /* a short write: the rest next */
+			next(q);
+			return;
+		}
 		q->head = c->next;
 		if (!q->head)
 			q->tail = NULL;
@@ -61,7 +66,8 @@ static void next(struct up_write_queue *q)
 	if (q->busy || q->fd < 0)
 		return;
 	if (q->head && !q->error) {
-		uv_buf_t b = uv_buf_init(q->head->data, (unsigned)q->head->len);
+		uv_buf_t b = uv_buf_init(q->head->data + q->head->done,
+					 (unsigned)(q->head->len - q->head->done));
 
 		k = uv_fs_write(q->loop, &q->req, q->fd, &b, 1, -1, on_fs);
 		if (k < 0) { /* only a bad argument fails here: give up writing, close when asked */
@@ -94,14 +100,19 @@ void up_write_queue_push(struct up_write_queue *q, const char *p, size_t len, bo
 	size_t n = len + (newline ? 1 : 0);
 	struct up_write_chunk *c;
 
-	if (q->error || n == 0)
+	if (n == 0)
 		return;
+	if (q->error) { /* nothing more is written */
+		q->dropped += n;
+		return;
+	}
 	if (n > q->max - q->queued || !(c = malloc(sizeof(*c) + n))) {
 		q->dropped += n;
 		return;
 	}
 	c->next = NULL;
 	c->len = n;
+	c->done = 0;
 	memcpy(c->data, p, len);
 	if (newline)
 		c->data[len] = '\n';

@@ -132,6 +132,7 @@ static void test_never_opened(void **state)
 	up_write_queue_start(&q, -1, -EACCES);
 	assert_int_equal(q.error, -EACCES);
 	up_write_queue_push(&q, "after", 5, true); /* after a failure: not even queued */
+	assert_int_equal(q.dropped, 6);
 	up_write_queue_close(&q);
 	assert_false(up_write_queue_busy(&q));
 	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
