@@ -39,6 +39,15 @@ void up_json_wipe_decref(json_t *v)
 	json_decref(v);
 }
 
+int up_agent_set_secret(json_t *obj, const char *key, json_t *value)
+{
+	json_t *old = json_object_get(obj, key);
+
+	if (json_is_string(old))
+		up_json_wipe(old);
+	return json_object_set_new(obj, key, value);
+}
+
 int up_agent_read_json(const char *path, const char *what, const char *tool,
 		       const char *missing_hint, json_t **doc, char *err, size_t err_len)
 {

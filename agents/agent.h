@@ -292,6 +292,8 @@ int up_ruleset_load_agent_auth(struct up_ruleset *rs, const char *agent, const c
 int up_agent_failf(char *err, size_t len, int r, const char *fmt, ...) _printf_(4, 5);
 /* up_json_wipe() (jsonrpc.h: every string overwritten, they may be secrets), then freed. */
 void up_json_wipe_decref(json_t *v);
+/* json_object_set_new() of a secret: the string it replaces (a token) is wiped first. */
+int up_agent_set_secret(json_t *obj, const char *key, json_t *value);
 /*
  * Reads a JSON file under the user's home. 0 with *doc; -ENOENT when missing (err says
  * what to do: `missing_hint`); -EINVAL when it is not a JSON object (err names the line

@@ -44,8 +44,8 @@ static int take_tokens(void *login, const struct up_agent_body *b, time_t now, c
 		r = up_agent_failf(err, len, -EIO,
 				   "the token endpoint's answer lacks access_token or expires_in");
 	if (r == 0 &&
-	    (json_object_set_new(o->obj, "accessToken", json_string(access)) < 0 ||
-	     (refresh && json_object_set_new(o->obj, "refreshToken", json_string(refresh)) < 0) ||
+	    (up_agent_set_secret(o->obj, "accessToken", json_string(access)) < 0 ||
+	     (refresh && up_agent_set_secret(o->obj, "refreshToken", json_string(refresh)) < 0) ||
 	     json_object_set_new(
 		     o->obj, "expiresAt",
 		     json_integer((json_int_t)now * 1000 + json_integer_value(in) * 1000)) < 0))

@@ -174,7 +174,7 @@ static int take_tokens(void *login, const struct up_agent_body *b, time_t now, c
 	for (size_t i = 0; r == 0 && i < ELEMENTSOF(keys); i++) {
 		const char *v = json_string_value(json_object_get(ans, keys[i]));
 		if (v && up_agent_is_token(v) &&
-		    json_object_set_new(l->tokens, keys[i], json_string(v)) < 0)
+		    up_agent_set_secret(l->tokens, keys[i], json_string(v)) < 0)
 			r = -ENOMEM;
 	}
 	if (r == 0 && (rfc3339(now, stamp, sizeof(stamp)) < 0 ||

@@ -48,7 +48,7 @@ static int take_tokens(void *login, const struct up_agent_body *b, time_t now, c
 	for (size_t i = 0; r == 0 && i < ELEMENTSOF(kept_fields); i++) {
 		json_t *v = json_object_get(ans, kept_fields[i]);
 		/* a copy: the answer's strings are wiped when it is freed */
-		if (json_is_string(v) && json_object_set_new(o->doc, kept_fields[i],
+		if (json_is_string(v) && up_agent_set_secret(o->doc, kept_fields[i],
 							     json_string(json_string_value(v))) < 0)
 			r = -ENOMEM;
 	}

@@ -482,10 +482,28 @@ static void test_oauth_read_and_doctor(void **state)
 	assert_int_equal(rmdir(home), 0);
 }
 
+/* A token replaced in a login document is wiped before the document lets go of it. */
+static void test_set_secret_wipes_what_it_replaces(void **state)
+{
+	json_t *doc = json_pack("{s:s}", "accessToken", "old-secret-token");
+	json_t *old = json_incref(json_object_get(doc, "accessToken"));
+
+	(void)state;
+	assert_int_equal(up_agent_set_secret(doc, "accessToken", json_string("new")), 0);
+	assert_string_equal(json_string_value(json_object_get(doc, "accessToken")), "new");
+	assert_int_equal(json_string_length(old), 16);
+	for (size_t i = 0; i < 16; i++)
+		assert_int_equal(json_string_value(old)[i], 0);
+	assert_int_equal(up_agent_set_secret(doc, "refreshToken", json_string("r")), 0);
+	json_decref(old);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_json),
+		cmocka_unit_test(test_set_secret_wipes_what_it_replaces),
 		cmocka_unit_test(test_request_form),
 		cmocka_unit_test(test_bearer_and_fake),
 		cmocka_unit_test(test_refresh_ok),
