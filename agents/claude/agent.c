@@ -38,7 +38,7 @@ static const struct up_agent_shared shared[] = {
 	{"skills", "claude-skills", true, false},
 	{"plugins", "claude-plugins", true, false},
 	{"history.jsonl", "claude-history-jsonl", false, true},
-	{NULL},
+	{.name = NULL},
 };
 
 /* ---------------------------------------------------------------- settings */

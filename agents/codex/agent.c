@@ -33,7 +33,7 @@ static const struct up_agent_shared shared[] = {
 	{"prompts", "codex-prompts", true, false},
 	{"skills", "codex-skills", true, false},
 	{"history.jsonl", "codex-history-jsonl", false, true},
-	{NULL},
+	{.name = NULL},
 };
 
 static int config_toml(struct up_agent_ctx *c)

@@ -35,7 +35,7 @@ static const struct up_agent_mode modes[] = {
 static const struct up_agent_shared shared[] = {
 	{"commands", "gemini-commands", true, false},
 	{"extensions", "gemini-extensions", true, false},
-	{NULL},
+	{.name = NULL},
 };
 
 static int settings(struct up_agent_ctx *c)

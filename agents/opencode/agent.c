@@ -44,7 +44,7 @@ static const struct up_agent_shared shared[] = {
 	{"skill", "opencode-skill", true, false},
 	{"skills", "opencode-skills", true, false},
 	{"themes", "opencode-themes", true, false},
-	{NULL},
+	{.name = NULL},
 };
 
 /* What opencode must not do in the pod: fetch models.opencode.ai (its bundled model list
