@@ -23,10 +23,11 @@ Google's 404 JSON. Prints "fake gemini listening on PORT" once ready."""
 import argparse
 import json
 import os
-import ssl
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import fake_tls
 
 MAX_BODY = 8 << 20
 SCOPE = ("https://www.googleapis.com/auth/cloud-platform "
@@ -161,11 +162,7 @@ def main():
     ap.add_argument("--host", default="0.0.0.0")
     ap.add_argument("--port", type=int, default=443)
     a = ap.parse_args()
-    srv = ThreadingHTTPServer((a.host, a.port), Handler)
-    if a.cert:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(a.cert, a.key)
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv = fake_tls.Server((a.host, a.port), Handler, a.cert, a.key)
     srv.lock = threading.Lock()
     srv.log = os.path.join(a.state, "requests.jsonl")
     srv.answer, srv.renewed, srv.grants = a.answer, a.renewed_token, 0

@@ -16,10 +16,11 @@ import argparse
 import base64
 import json
 import os
-import ssl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import fake_tls
 
 MAX_BODY = 8 << 20
 
@@ -194,11 +195,7 @@ def main():
     a = ap.parse_args()
     if not a.plain and not (a.cert and a.key):
         ap.error("--cert and --key, or --plain")
-    srv = ThreadingHTTPServer((a.host, a.port), Handler)
-    if not a.plain:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(a.cert, a.key)
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv = fake_tls.Server((a.host, a.port), Handler, None if a.plain else a.cert, a.key)
     srv.lock = threading.Lock()
     srv.log = os.path.join(a.state, "requests.jsonl")
     srv.answer, srv.renewed, srv.account = a.answer, a.renewed_token, a.account_id

@@ -13,9 +13,10 @@ grants, for --expires-in seconds. Prints "fake upstream listening on PORT" once 
 import argparse
 import json
 import os
-import ssl
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import fake_tls
 
 MAX_BODY = 8 << 20
 
@@ -125,15 +126,12 @@ def main():
     ap.add_argument("--expires-in", type=int, default=28800)
     ap.add_argument("--port", type=int, default=443)
     a = ap.parse_args()
-    srv = ThreadingHTTPServer(("0.0.0.0", a.port), Handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(a.cert, a.key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv = fake_tls.Server(("0.0.0.0", a.port), Handler, a.cert, a.key)
     srv.lock = threading.Lock()
     srv.log = os.path.join(a.state, "requests.jsonl")
     srv.answer, srv.renewed, srv.expires_in, srv.grants = (a.answer, a.renewed_token,
                                                             a.expires_in, 0)
-    print("fake upstream listening on %d" % a.port, flush=True)
+    print("fake upstream listening on %d" % srv.server_address[1], flush=True)
     srv.serve_forever()
 
 
