@@ -85,11 +85,18 @@ def daemon(local):
 
 
 def dump(cluster, daemon, screen):
-    """UPLINK_E2E_SCREEN=FILE: the screen, the daemon's log and every pod log, for a failure."""
+    """For a failure: the last lines of the newest mitm logs (their audit lines say why a
+    request got what it got) on stdout, which pytest shows only when the test fails; and with
+    UPLINK_E2E_SCREEN=FILE the screen, the daemon's log and every pod log in full."""
+    pods = {k: "".join(v) for k, v in list(cluster.fk.logs.items())}   # others append
+    mitms = [(k, text) for k, text in pods.items() if k[1] == "mitm"]
+    for (ns, name, container), text in mitms[-3:]:     # the newest sessions'
+        print("---- %s/%s/%s, last lines\n%s" % (ns, name, container,
+                                                "\n".join(text.splitlines()[-30:])))
     if os.environ.get("UPLINK_E2E_SCREEN"):
         Path(os.environ["UPLINK_E2E_SCREEN"]).write_text(
             screen + "\n----\n" + daemon.logs() + "\n----\n" + "\n".join(
-                "%s: %s" % (k, "".join(v)) for k, v in cluster.fk.logs.items()))
+                "%s: %s" % (k, v) for k, v in pods.items()))
 
 
 def run_in_pty(daemon, args, timeout=1500):
