@@ -3,8 +3,8 @@ fake_gemini.py): threaded, and over TLS when given a certificate.
 
 The TLS handshake runs in the connection's own thread, bounded by HANDSHAKE_SECONDS. Wrapping
 the listening socket instead would run every handshake in the accepting thread with no
-bound, so one peer that connects and never says hello (a proxy killed mid-connection, a
-probe) would stall every later connection: the mitm would answer each of them 502."""
+bound, so one peer that connects and never finishes its hello would stall every later
+connection, and the mitm would answer each of them 502."""
 
 import socket
 import ssl

@@ -12,8 +12,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def test_a_peer_that_never_says_hello_stalls_no_other(tmp_path):
-    # A proxy killed mid-connection leaves such a peer; with the handshake in the accepting
-    # thread, every later connection waited for it and the mitm answered each with a 502.
+    # With the handshake in the accepting thread, every later connection waited for such a
+    # peer, and the mitm answered each with a 502.
     ca, crt, key = _test_ca(tmp_path, "127.0.0.1")
     p = subprocess.Popen(["/usr/bin/python3", str(HERE / "fake_upstream.py"), "--cert", str(crt),
                           "--key", str(key), "--state", str(tmp_path), "--answer", "hi",

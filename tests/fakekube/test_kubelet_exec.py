@@ -69,8 +69,7 @@ OPEN_FRAME_RACE = re.compile(rb"^E\d{4} [\d:.]+ +\d+ websocket\.go:\d+\] "
 def kubectl(fk, *args, **kw):
     r = subprocess.run([KUBECTL, "--kubeconfig", fk.kubeconfig, "-n", "t", *args],
                        capture_output=True, timeout=120, **kw)
-    if isinstance(r.stderr, bytes):
-        r.stderr = OPEN_FRAME_RACE.sub(b"", r.stderr)
+    r.stderr = OPEN_FRAME_RACE.sub(b"", r.stderr)
     return r
 
 
